@@ -1,0 +1,271 @@
+"""Settings, resolved once into a frozen object: flag > MEMCTL_* environment > config file > default.
+
+The config file is `memctl.toml` in the working directory, or the file given with `--config`.
+Keys may be flat (`db_url = "..."`) or grouped in tables whose name is the key's prefix
+(`[db] url = "..."` is `db_url`). An unknown key is an error naming the key, never ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping, Optional, get_type_hints
+
+from sqlalchemy.engine import make_url
+
+from memctl.errors import ConfigError
+
+DEFAULT_DB_FILE = "memctl.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything memctl needs to know about where it runs and how hard it works."""
+
+    db_url: str = ""
+    db_schema: Optional[str] = None
+    db_auto_upgrade: bool = False
+
+    llm_base_url: Optional[str] = None
+    llm_api_key: Optional[str] = None
+    llm_model: Optional[str] = None
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 4
+    llm_concurrency: int = 8
+
+    embed_provider: str = "hashing"
+    embed_model: Optional[str] = None
+    embed_base_url: Optional[str] = None
+    embed_api_key: Optional[str] = None
+    embed_batch_size: int = 256
+
+    consolidate_threshold: Optional[float] = None
+    contradiction_threshold: Optional[float] = None
+    cluster_min_size: int = 3
+    cluster_max_size: int = 7
+    max_note_chars: int = 2000
+    max_pairs: int = 50
+    confidence_floor: float = 0.7
+    absorb: bool = True
+
+    prune_cap: int = 200
+    note_retention_days: int = 90
+    example_retention_days: int = 180
+    low_score_threshold: float = 50.0
+
+    gate_hours: float = 24.0
+    gate_min_new_notes: int = 0
+    lease_seconds: float = 300.0
+
+    @property
+    def masked_db_url(self) -> str:
+        """Return the database URL with its password hidden."""
+        return mask_url(self.db_url)
+
+    @property
+    def is_embedded_default(self) -> bool:
+        """Return whether the database is a SQLite file (upgraded automatically)."""
+        return self.db_url.startswith("sqlite")
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url or self.llm_api_key) and bool(self.llm_model)
+
+    def secrets(self) -> list[str]:
+        """Return the secret values that must never be printed or recorded."""
+        found = [s for s in (self.llm_api_key, self.embed_api_key) if s]
+        try:
+            password = make_url(self.db_url).password if self.db_url else None
+        except Exception:
+            password = None
+        if password:
+            found.append(str(password))
+        return found
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["db_url"] = self.masked_db_url
+        for key in ("llm_api_key", "embed_api_key"):
+            if shown[key]:
+                shown[key] = "***"
+        return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+
+_SECTION_ALIASES = {"db": "db_", "llm": "llm_", "embed": "embed_", "gate": "gate_", "consolidate": "", "contradictions": "", "prune": "", "archive": "", "lock": ""}
+
+
+def mask_url(url: str) -> str:
+    """Return `url` with any password replaced by ***."""
+    if not url:
+        return url
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
+    if parsed.password is None:
+        return url
+    return parsed.set(password="***").render_as_string(hide_password=False)
+
+
+def _coerce(name: str, kind: Any, value: Any, origin: str) -> Any:
+    text = value.strip() if isinstance(value, str) else value
+    base = kind
+    optional = False
+    if getattr(kind, "__origin__", None) is not None or str(kind).startswith("typing.Optional"):
+        args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
+        optional = len(args) < len(getattr(kind, "__args__", ()))
+        base = args[0] if args else str
+    if optional and (text is None or text == ""):
+        return None
+    try:
+        if base is bool:
+            if isinstance(text, bool):
+                return text
+            lowered = str(text).lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if base is int:
+            if isinstance(text, bool) or (isinstance(text, float) and not text.is_integer()):
+                raise ValueError("expected an integer")
+            return int(text)
+        if base is float:
+            if isinstance(text, bool):
+                raise ValueError("expected a number")
+            number = float(text)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError("expected a finite number")
+            return number
+        if not isinstance(text, str):
+            raise ValueError("expected a string")
+        return text
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: setting '{name}' has an invalid value {value!r}: {exc}") from None
+
+
+def _flatten_file(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            prefix = _SECTION_ALIASES.get(key)
+            if prefix is None:
+                raise ConfigError(f"{path}: unknown section [{key}]")
+            for sub, subvalue in value.items():
+                if isinstance(subvalue, dict):
+                    raise ConfigError(f"{path}: unknown section [{key}.{sub}]")
+                name = sub if sub.startswith(prefix) else prefix + sub
+                flat[name] = (subvalue, f"{path} [{key}] {sub}")
+        else:
+            flat[key] = (value, f"{path}: {key}")
+    return flat
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return _flatten_file(data, path)
+
+
+def resolve(
+    flags: Optional[Mapping[str, Any]] = None,
+    environ: Optional[Mapping[str, str]] = None,
+    config_file: Optional[str | Path] = None,
+    cwd: Optional[Path] = None,
+) -> Settings:
+    """Resolve settings once: flag > MEMCTL_* environment > config file > default.
+
+    `flags` holds only the options the operator actually gave (None means not given).
+    """
+    environ = os.environ if environ is None else environ
+    cwd = Path.cwd() if cwd is None else cwd
+    hints = get_type_hints(Settings)
+    names = {f.name for f in fields(Settings)}
+    values: dict[str, Any] = {}
+
+    path: Optional[Path] = None
+    if config_file is not None:
+        path = Path(config_file)
+    elif environ.get("MEMCTL_CONFIG"):
+        path = Path(environ["MEMCTL_CONFIG"])
+    elif (cwd / "memctl.toml").is_file():
+        path = cwd / "memctl.toml"
+    if path is not None:
+        for name, (value, origin) in _read_file(path).items():
+            if name not in names:
+                raise ConfigError(f"{origin}: unknown setting '{name}'")
+            values[name] = _coerce(name, hints[name], value, origin)
+
+    if "llm_api_key" not in values and environ.get("OPENAI_API_KEY"):
+        values["llm_api_key"] = environ["OPENAI_API_KEY"]
+    for name in names:
+        env_name = "MEMCTL_" + name.upper()
+        if env_name in environ:
+            values[name] = _coerce(name, hints[name], environ[env_name], f"environment {env_name}")
+
+    for name, value in (flags or {}).items():
+        if value is None:
+            continue
+        if name not in names:
+            raise ConfigError(f"unknown setting '{name}'")
+        values[name] = _coerce(name, hints[name], value, f"option --{name.replace('_', '-')}")
+
+    if not values.get("db_url"):
+        values["db_url"] = f"sqlite:///{(cwd / DEFAULT_DB_FILE).as_posix()}"
+    settings = Settings(**values)
+    _validate(settings)
+    return settings
+
+
+def _validate(s: Settings) -> None:
+    try:
+        make_url(s.db_url)
+    except Exception:
+        raise ConfigError(f"db_url {mask_url(s.db_url)!r} is not a database URL (e.g. sqlite:///memctl.db, postgresql+psycopg://user@host/db)") from None
+    if s.embed_provider not in ("hashing", "stored", "openai", "sentence-transformers"):
+        raise ConfigError(f"embed_provider must be one of hashing, stored, openai, sentence-transformers (got {s.embed_provider!r})")
+    checks = [
+        ("cluster_min_size", s.cluster_min_size >= 2, "at least 2"),
+        ("cluster_max_size", s.cluster_max_size >= s.cluster_min_size, "at least cluster_min_size"),
+        ("max_pairs", s.max_pairs >= 0, "zero or more"),
+        ("prune_cap", s.prune_cap >= 0, "zero or more"),
+        ("llm_concurrency", s.llm_concurrency >= 1, "at least 1"),
+        ("llm_max_retries", s.llm_max_retries >= 0, "zero or more"),
+        ("llm_timeout", s.llm_timeout > 0, "positive"),
+        ("gate_hours", s.gate_hours >= 0, "zero or more"),
+        ("gate_min_new_notes", s.gate_min_new_notes >= 0, "zero or more"),
+        ("lease_seconds", s.lease_seconds >= 5, "at least 5"),
+        ("note_retention_days", s.note_retention_days > 0, "positive"),
+        ("example_retention_days", s.example_retention_days > 0, "positive"),
+        ("confidence_floor", 0.0 <= s.confidence_floor <= 1.0, "between 0 and 1"),
+        ("max_note_chars", s.max_note_chars >= 100, "at least 100"),
+        ("embed_batch_size", s.embed_batch_size >= 1, "at least 1"),
+    ]
+    for threshold in ("consolidate_threshold", "contradiction_threshold"):
+        value = getattr(s, threshold)
+        checks.append((threshold, value is None or -1.0 <= value <= 1.0, "between -1 and 1"))
+    for name, ok, expected in checks:
+        if not ok:
+            raise ConfigError(f"setting '{name}' must be {expected} (got {getattr(s, name)!r})")
+    if s.db_schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s.db_schema):
+        raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """Return a copy of `settings` with `changes` applied and validated."""
+    new = dataclasses.replace(settings, **changes)
+    _validate(new)
+    return new

@@ -1,0 +1,97 @@
+"""One engine per invocation, configured for the backend, with the schema applied by translation."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from memctl.errors import DatabaseError
+from memctl.settings import Settings, mask_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def make_engine(settings: Settings) -> Engine:
+    """Create the engine for `settings.db_url`, with `settings.db_schema` applied to every table."""
+    url = sa.engine.make_url(settings.db_url)
+    kwargs: dict = {"future": True}
+    if url.get_backend_name() == "sqlite":
+        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = sa.create_engine(url, **kwargs)
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise DatabaseError(f"no driver for {mask_url(settings.db_url)}: {exc} (install the matching extra, e.g. memctl[postgres] or memctl[mssql])") from None
+    except Exception as exc:
+        raise DatabaseError(f"invalid database URL {mask_url(settings.db_url)}: {scrub(str(exc), settings)}") from None
+    if url.get_backend_name() == "sqlite":
+        _configure_sqlite(engine)
+    if settings.db_schema:
+        engine = engine.execution_options(schema_translate_map={None: settings.db_schema})
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """Use WAL, enforce foreign keys, and take the write lock up front in write transactions.
+
+    pysqlite's own transaction handling is switched off so that memctl decides how each
+    transaction begins: writes use BEGIN IMMEDIATE (a deferred read-then-write transaction
+    would fail with SQLITE_BUSY_SNAPSHOT when another connection committed in between).
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get("memctl_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+@contextmanager
+def write(engine: Engine) -> Iterator[Connection]:
+    """Open one write transaction (a unit of work): committed on success, rolled back on error."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(memctl_write=True)
+        with conn.begin():
+            yield conn
+
+
+@contextmanager
+def read(engine: Engine) -> Iterator[Connection]:
+    """Open a short read-only transaction."""
+    with engine.connect() as conn:
+        with conn.begin():
+            yield conn
+
+
+def check_connection(engine: Engine, settings: Settings) -> None:
+    """Connect once, turning driver errors into a DatabaseError with the password masked."""
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        raise DatabaseError(f"cannot connect to {settings.masked_db_url}: {scrub(reason, settings)}") from None
+    except sa.exc.ArgumentError as exc:
+        raise DatabaseError(f"invalid database URL {settings.masked_db_url}: {scrub(str(exc), settings)}") from None
+
+
+def scrub(text: str, settings: Settings) -> str:
+    """Remove every secret of `settings` (and any URL password) from `text`."""
+    for secret in settings.secrets():
+        text = text.replace(secret, "***")
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
