@@ -12,6 +12,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Optional, get_type_hints
 
@@ -57,9 +58,18 @@ class Settings:
     example_retention_days: int = 180
     low_score_threshold: float = 50.0
 
+    #: freeze "now" (ISO 8601) for reproducible demos and tests; unset means the real clock
+    now: Optional[str] = None
+
     gate_hours: float = 24.0
     gate_min_new_notes: int = 0
     lease_seconds: float = 300.0
+
+    def current_time(self) -> datetime:
+        """Return the time memctl treats as now (aware UTC)."""
+        if self.now:
+            return parse_time(self.now)
+        return datetime.now(timezone.utc)
 
     @property
     def masked_db_url(self) -> str:
@@ -108,7 +118,15 @@ def mask_url(url: str) -> str:
         return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
     if parsed.password is None:
         return url
-    return parsed.set(password="***").render_as_string(hide_password=False)
+    return parsed.render_as_string(hide_password=True)
+
+
+def parse_time(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp; a missing offset means UTC."""
+    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
 
 
 def _coerce(name: str, kind: Any, value: Any, origin: str) -> Any:
@@ -260,6 +278,11 @@ def _validate(s: Settings) -> None:
     for name, ok, expected in checks:
         if not ok:
             raise ConfigError(f"setting '{name}' must be {expected} (got {getattr(s, name)!r})")
+    if s.now is not None:
+        try:
+            parse_time(s.now)
+        except ValueError:
+            raise ConfigError(f"setting 'now' must be an ISO 8601 timestamp (got {s.now!r})") from None
     if s.db_schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s.db_schema):
         raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")
 

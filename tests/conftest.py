@@ -83,6 +83,7 @@ def pg_schema() -> Iterator[str]:
 
 def make_db(backend: str, tmp_path: Path, schema: str | None = None, migrate: bool = True) -> Db:
     """Build settings and an engine for `backend` (sqlite file in tmp_path, or a PG schema)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     if backend == "sqlite":
         settings = resolve(flags={"db_url": f"sqlite:///{tmp_path / 'memctl.db'}"}, environ={}, cwd=tmp_path)
     else:

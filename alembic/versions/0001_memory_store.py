@@ -320,10 +320,8 @@ def _adopt(inspector, name: str, definition: list, indexes: list[tuple[str, list
     """Bring an existing (MemberJunction) table up to this revision without touching its data."""
     present = {c["name"] for c in inspector.get_columns(name, schema=schema)}
     for item in definition:
-        if isinstance(item, sa.Column) and item.name not in present:
-            column = item.copy()
-            column.primary_key = False
-            op.add_column(name, column, schema=schema)
+        if isinstance(item, sa.Column) and item.name not in present and not item.primary_key:
+            op.add_column(name, item, schema=schema)
     if name == "AIAgentNote" and "ConsolidatedIntoNoteID" not in present:
         op.create_foreign_key(
             "FK_AIAgentNote_ConsolidatedIntoNote", name, name, ["ConsolidatedIntoNoteID"], ["ID"], source_schema=schema, referent_schema=schema
