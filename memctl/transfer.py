@@ -1,0 +1,651 @@
+"""Export the memory store as JSON Lines, and import such a file all-or-nothing.
+
+One JSON object a line: `"kind"` (company, user, conversation, agent, note_type, note, example, run,
+run_step) and every column under its MemberJunction name. Export streams each table in ID order
+inside one snapshot, so the file is deterministic and its references are consistent; values are
+canonical (lowercase UUIDs, UTC timestamps with microseconds, decimals as numbers), so
+export -> import into an empty store -> export reproduces the file byte for byte.
+
+Import works in two steps. First every line is parsed and validated without touching the database
+(the first bad line raises `InputError("line N: Field: what is wrong")`). Then one write
+transaction checks what needs the store (IDs already present, foreign-key targets) and inserts
+every row in foreign-key-safe order with executemany batches; checking inside the write
+transaction means no concurrent writer can slip a conflicting row in between. Validated rows are
+held in memory (as tuples) between the two steps, so memory grows with the size of the file.
+
+Column rules come from `memctl.store.models` (types, lengths, nullability, server defaults), plus
+the value lists and JSON-text columns of DESIGN.md section 2, so a new column cannot slip through
+unvalidated: an unknown column type fails at import time of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, TextIO
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import False_, True_
+from sqlalchemy.sql.functions import FunctionElement
+
+from memctl.errors import InputError, UsageError
+from memctl.store import models
+from memctl.store.engine import write
+
+KINDS: dict[str, sa.Table] = {
+    "company": models.company,
+    "user": models.user,
+    "conversation": models.conversation,
+    "agent": models.agent,
+    "note_type": models.note_type,
+    "note": models.note,
+    "example": models.example,
+    "run": models.run,
+    "run_step": models.run_step,
+}
+
+EXPORT_BATCH = 1000  # rows fetched per round trip while exporting
+INSERT_BATCH = 1000  # rows per executemany while importing
+IN_LIST_CHUNK = 1000  # IDs per IN-list (SQL Server allows ~2,100 parameters a statement)
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+# Value lists per (table, column); statuses differ between tables.
+_CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("AIAgent", "Status"): models.AGENT_STATUSES,
+    ("AIAgentNote", "Status"): models.NOTE_STATUSES,
+    ("AIAgentNote", "Type"): models.NOTE_TYPES,
+    ("AIAgentNote", "ProtectionTier"): models.PROTECTION_TIERS,
+    ("AIAgentExample", "Status"): models.EXAMPLE_STATUSES,
+    ("AIAgentRun", "Status"): models.RUN_STATUSES,
+    ("AIAgentRunStep", "Status"): models.RUN_STATUSES,
+    ("AIAgentRunStep", "StepType"): models.STEP_TYPES,
+}
+_DECIMAL_BOUNDS: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
+    ("AIAgentExample", "SuccessScore"): (Decimal(0), Decimal(100)),
+}
+_NON_NEGATIVE = frozenset({"AccessCount", "ConsolidationCount"})
+
+# Declared self-references: inserted parents first, and a row may not point at itself.
+_SELF_REFERENCES = {"note": "ConsolidatedIntoNoteID", "run_step": "ParentID"}
+
+# Characters no backend stores in text: PostgreSQL rejects NUL, and UTF-8 has no lone surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+# --- export --------------------------------------------------------------------------------
+
+
+def export_records(engine: Engine, out: TextIO, kinds: Sequence[str] | None = None) -> dict[str, int]:
+    """Write every row of the selected kinds to `out`, one JSON object a line; return rows per kind."""
+    selected = _select_kinds(kinds)
+    counts: dict[str, int] = {}
+    with _snapshot(engine) as conn:
+        for kind in selected:
+            table = KINDS[kind]
+            encoders = [(column.name, _encoder(column)) for column in table.columns]
+            stmt = sa.select(table).order_by(_id_order(conn, table))
+            result = conn.execution_options(yield_per=EXPORT_BATCH).execute(stmt)
+            count = 0
+            for rows in result.partitions():
+                out.write("".join(_export_line(kind, encoders, row) for row in rows))
+                count += len(rows)
+            counts[kind] = count
+    return counts
+
+
+def _select_kinds(kinds: Sequence[str] | None) -> list[str]:
+    if kinds is None:
+        return list(KINDS)
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise UsageError(f"unknown kind {unknown[0]!r}: expected one of {', '.join(KINDS)}")
+    return [kind for kind in KINDS if kind in kinds]
+
+
+@contextmanager
+def _snapshot(engine: Engine) -> Iterator[Connection]:
+    """Open one read transaction that sees a single snapshot of every table.
+
+    SQLite's read transaction already does; PostgreSQL's default READ COMMITTED would let a run
+    step committed between two table reads reference a run the file does not contain.
+    """
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
+
+
+def _id_order(conn: Connection, table: sa.Table) -> sa.ColumnElement[Any]:
+    # SQL Server sorts uniqueidentifier by its last byte group first; its text form sorts like
+    # the other backends' UUIDs, so an export orders rows the same way on every backend.
+    if conn.dialect.name == "mssql":
+        return sa.cast(table.c.ID, sa.Unicode(36))
+    return table.c.ID
+
+
+def _export_line(kind: str, encoders: list[tuple[str, Callable[[Any], Any]]], row: sa.Row[Any]) -> str:
+    record: dict[str, Any] = {"kind": kind}
+    for (name, encode), value in zip(encoders, row):
+        record[name] = None if value is None else encode(value)
+    # ASCII-only output: the file is byte-identical whatever encoding the stream uses.
+    return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def _encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
+    column_type = column.type
+    if isinstance(column_type, models.UTCDateTime):
+        return _encode_timestamp
+    if isinstance(column_type, sa.Uuid):
+        return _encode_uuid
+    if isinstance(column_type, sa.Boolean):
+        return bool
+    if isinstance(column_type, sa.Integer):
+        return int
+    if isinstance(column_type, sa.Numeric):
+        # Decimal(5, 2) values have a shortest float repr equal to their decimal text.
+        return float
+    if isinstance(column_type, sa.String):
+        return str
+    raise TypeError(f"no export rule for {column.table.name}.{column.name} ({column_type!r})")
+
+
+def _encode_uuid(value: Any) -> str:
+    # SQLAlchemy hands back the hyphenated form; only its case varies by backend (SQL Server).
+    if isinstance(value, str) and len(value) == 36:
+        return value.lower()
+    return str(uuid.UUID(str(value)))
+
+
+def _encode_timestamp(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+# --- import: column rules ------------------------------------------------------------------
+
+
+class _Invalid(Exception):
+    """A value breaks its column's rule; the message says how."""
+
+
+_REQUIRED = object()  # no value, no default: the line must give one
+_NOW = object()  # the import's `now`
+_NEW_ID = object()  # a fresh uuid4
+
+
+@dataclass(frozen=True)
+class _ColumnRule:
+    name: str
+    check: Callable[[Any], Any]
+    nullable: bool
+    default: Any
+
+
+@dataclass(frozen=True)
+class _KindRule:
+    columns: tuple[_ColumnRule, ...]
+    names: tuple[str, ...]
+    index: dict[str, int]
+    folded: dict[str, str]  # lowercased name -> name, to hint at a miscased key
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _show(value: str, limit: int = 60) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _string(value: Any, what: str = "a string") -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"must be {what}, got {_json_type(value)}")
+    return value
+
+
+def _check_uuid(value: Any) -> str:
+    text = _string(value, "a UUID string")
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise _Invalid(f"{_show(text)} is not a valid UUID") from None
+
+
+def _check_timestamp(value: Any) -> datetime:
+    text = _string(value, "an ISO 8601 timestamp string")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise _Invalid(f"{_show(text)} is not an ISO 8601 timestamp") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise _Invalid(f"{_show(text)} is out of range in UTC") from None
+
+
+def _check_bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _Invalid(f"must be true or false, got {_json_type(value)}")
+    return value
+
+
+def _int_rule(minimum: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if type(value) is not int:
+            raise _Invalid(f"must be an integer, got {_json_type(value) if not isinstance(value, Decimal) else value}")
+        if not minimum <= value <= _INT32[1]:
+            raise _Invalid(f"{value} is out of range ({minimum}..{_INT32[1]})")
+        return value
+
+    return check
+
+
+def _decimal_rule(precision: int, scale: int, bounds: tuple[Decimal, Decimal] | None) -> Callable[[Any], Decimal]:
+    step = Decimal(1).scaleb(-scale)
+    largest = Decimal(10) ** (precision - scale) - step
+    low, high = bounds or (-largest, largest)
+
+    def check(value: Any) -> Decimal:
+        if type(value) is bool or not isinstance(value, (int, Decimal)):
+            raise _Invalid(f"must be a number, got {_json_type(value)}")
+        number = Decimal(value)
+        if not low - step <= number <= high + step:
+            raise _Invalid(f"{value} is out of range ({low}..{high})")
+        # Rounded to the column's scale as the database would (half up), so what is stored,
+        # exported and imported again is the same number.
+        number = number.quantize(step, rounding=ROUND_HALF_UP)
+        if not low <= number <= high:
+            raise _Invalid(f"{value} is out of range ({low}..{high})")
+        return number.copy_abs() if number.is_zero() else number
+
+    return check
+
+
+def _text_rule(length: int | None) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = _string(value)
+        if length is not None and len(text) > length:
+            raise _Invalid(f"is {len(text)} characters long, at most {length} allowed")
+        bad = _UNSTORABLE.search(text)
+        if bad:
+            what = "a NUL character" if bad.group() == "\x00" else "an unpaired surrogate"
+            raise _Invalid(f"contains {what}, which cannot be stored")
+        return text
+
+    return check
+
+
+def _choice_rule(values: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = _string(value)
+        if text not in values:
+            raise _Invalid(f"{_show(text)} is not one of {', '.join(values)}")
+        return text
+
+    return check
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Invalid(f"{name} is not a number JSON allows")
+
+
+def _json_text(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise _Invalid(f"is not valid JSON text ({message})") from None
+    except RecursionError:
+        raise _Invalid("is not valid JSON text (nested too deeply)") from None
+
+
+def _vector_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = text_check(value)
+        vector = _json_text(text)
+        if not isinstance(vector, list) or not vector:
+            raise _Invalid("must be the text of a non-empty JSON array of numbers")
+        if not {type(item) for item in vector} <= {int, float}:
+            raise _Invalid("must be the text of a JSON array of numbers only")
+        if not all(map(math.isfinite, vector)):
+            raise _Invalid("must hold finite numbers only")
+        return text  # kept as given: the text is the stored form
+
+    return check
+
+
+def _object_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = text_check(value)
+        if not isinstance(_json_text(text), dict):
+            raise _Invalid("must be the text of a JSON object")
+        return text
+
+    return check
+
+
+def _uuid_array_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = text_check(value)
+        items = _json_text(text)
+        if not isinstance(items, list):
+            raise _Invalid("must be the text of a JSON array of UUIDs")
+        for item in items:
+            try:
+                _check_uuid(item)
+            except _Invalid:
+                shown = _show(item) if isinstance(item, str) else _json_type(item)
+                raise _Invalid(f"holds {shown}, which is not a UUID") from None
+        return text
+
+    return check
+
+
+_JSON_TEXT_RULES = {
+    "EmbeddingVector": _vector_rule,
+    "SecondaryScopes": _object_rule,
+    "DerivedFromNoteIDs": _uuid_array_rule,
+}
+
+
+def _value_rule(table: sa.Table, column: sa.Column[Any]) -> Callable[[Any], Any]:
+    column_type = column.type
+    key = (table.name, column.name)
+    if isinstance(column_type, models.UTCDateTime):
+        return _check_timestamp
+    if isinstance(column_type, sa.Uuid):
+        return _check_uuid
+    if isinstance(column_type, sa.Boolean):
+        return _check_bool
+    if isinstance(column_type, sa.Integer):
+        return _int_rule(0 if column.name in _NON_NEGATIVE else _INT32[0])
+    if isinstance(column_type, sa.Numeric):
+        assert column_type.precision is not None and column_type.scale is not None
+        return _decimal_rule(column_type.precision, column_type.scale, _DECIMAL_BOUNDS.get(key))
+    if isinstance(column_type, sa.String):
+        if key in _CHOICES:
+            return _choice_rule(_CHOICES[key])
+        text_check = _text_rule(column_type.length)
+        json_rule = _JSON_TEXT_RULES.get(column.name)
+        return json_rule(text_check) if json_rule else text_check
+    raise TypeError(f"no import rule for {table.name}.{column.name} ({column_type!r})")
+
+
+def _default(column: sa.Column[Any]) -> Any:
+    """Return the value a missing column takes: the model's server default, or _REQUIRED."""
+    if column.primary_key:
+        return _NEW_ID
+    if column.server_default is None:
+        return None if column.nullable else _REQUIRED
+    arg = getattr(column.server_default, "arg", None)
+    if isinstance(arg, True_):
+        return True
+    if isinstance(arg, False_):
+        return False
+    if isinstance(arg, FunctionElement):
+        return _NOW
+    if isinstance(arg, str):
+        return int(arg) if isinstance(column.type, sa.Integer) else arg
+    raise TypeError(f"no import default for {column.table.name}.{column.name} ({arg!r})")
+
+
+def _kind_rule(table: sa.Table) -> _KindRule:
+    columns = tuple(_ColumnRule(c.name, _value_rule(table, c), bool(c.nullable), _default(c)) for c in table.columns)
+    names = tuple(rule.name for rule in columns)
+    assert names[0] == "ID"
+    return _KindRule(columns, names, {n: i for i, n in enumerate(names)}, {n.lower(): n for n in names})
+
+
+_RULES: dict[str, _KindRule] = {kind: _kind_rule(table) for kind, table in KINDS.items()}
+
+
+# --- import: reading and validating lines --------------------------------------------------
+
+
+class _FieldError(Exception):
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass
+class _Rows:
+    """The validated rows of one kind, in file order, with the line each came from."""
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    line_of: dict[str, int] = field(default_factory=dict)  # ID -> line
+
+
+def _lines(source: TextIO | str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) from a text stream or a UTF-8 file (an initial BOM is ignored)."""
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            with open(source, "rb") as handle:
+                # Decoded line by line, so a bad byte is reported with its exact line number.
+                for number, raw in enumerate(handle, 1):
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise InputError(f"line {number}: not valid UTF-8 (byte {exc.start + 1} of the line)") from None
+                    yield number, text.lstrip("\ufeff") if number == 1 else text
+        except OSError as exc:
+            raise InputError(f"cannot read {os.fspath(source)}: {exc.strerror}") from None
+        return
+    for number, text in enumerate(source, 1):
+        yield number, text.lstrip("\ufeff") if number == 1 else text
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _FieldError(key, "appears twice in the object")
+            seen.add(key)
+    return record
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        record = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicates)
+    except json.JSONDecodeError as exc:
+        raise _FieldError("invalid JSON", f"{exc.msg} (column {exc.colno})") from None
+    except _Invalid as exc:
+        raise _FieldError("invalid JSON", str(exc)) from None
+    except RecursionError:
+        raise _FieldError("invalid JSON", "nested too deeply") from None
+    if not isinstance(record, dict):
+        raise _FieldError("invalid record", f"expected a JSON object, got {_json_type(record)}")
+    return record
+
+
+def _validate(record: dict[str, Any], now: datetime) -> tuple[str, tuple[Any, ...]]:
+    """Return (kind, row in column order) for one parsed line, or raise _FieldError."""
+    if "kind" not in record:
+        raise _FieldError("kind", "missing")
+    kind = record.pop("kind")
+    if not isinstance(kind, str) or kind not in _RULES:
+        shown = _show(kind) if isinstance(kind, str) else _json_type(kind)
+        raise _FieldError("kind", f"unknown kind {shown}, expected one of {', '.join(KINDS)}")
+    rule = _RULES[kind]
+    for key in record:
+        if key not in rule.index:
+            hint = rule.folded.get(key.lower())
+            raise _FieldError(key, f"unknown column for kind {kind}" + (f" (did you mean {hint}?)" if hint else ""))
+    row: list[Any] = []
+    for column in rule.columns:
+        if column.name in record:
+            value = record[column.name]
+            if value is None:
+                if not column.nullable:
+                    raise _FieldError(column.name, "must not be null")
+                row.append(None)
+                continue
+            try:
+                row.append(column.check(value))
+            except _Invalid as exc:
+                raise _FieldError(column.name, str(exc)) from None
+        elif column.default is _REQUIRED:
+            raise _FieldError(column.name, f"missing (required for kind {kind})")
+        elif column.default is _NOW:
+            row.append(now)
+        elif column.default is _NEW_ID:
+            row.append(str(uuid.uuid4()))
+        else:
+            row.append(column.default)
+    reference = _SELF_REFERENCES.get(kind)
+    if reference and row[rule.index[reference]] == row[0]:
+        raise _FieldError(reference, "a row cannot point at itself")
+    return kind, tuple(row)
+
+
+def _read(source: TextIO | str | os.PathLike[str], now: datetime) -> dict[str, _Rows]:
+    """Parse and validate every line; raise InputError at the first bad one."""
+    batch = {kind: _Rows() for kind in KINDS}
+    for number, text in _lines(source):
+        if not text.strip():
+            continue
+        try:
+            kind, row = _validate(_parse(text), now)
+        except _FieldError as exc:
+            raise InputError(f"line {number}: {exc}") from None
+        rows = batch[kind]
+        first = rows.line_of.get(row[0])
+        if first is not None:
+            raise InputError(f"line {number}: ID: duplicate of line {first} ({kind} {row[0]})")
+        rows.line_of[row[0]] = number
+        rows.rows.append(row)
+        rows.lines.append(number)
+    return batch
+
+
+# --- import: checks against the store, order, write ----------------------------------------
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _present(conn: Connection, table: sa.Table, ids: Iterable[str]) -> set[str]:
+    """Return which of `ids` exist in `table`: one query per chunk of IN_LIST_CHUNK IDs."""
+    wanted = sorted(set(ids))
+    found: set[str] = set()
+    for chunk in _chunks(wanted, IN_LIST_CHUNK):
+        result = conn.execute(sa.select(table.c.ID).where(table.c.ID.in_(chunk)))
+        found.update(str(uuid.UUID(str(value))) for value in result.scalars())
+    return found
+
+
+def _references(
+    conn: Connection, rows: _Rows, column: str, rule: _KindRule, target_kind: str, batch: dict[str, _Rows], errors: list[tuple[int, str]]
+) -> None:
+    """Record an error for each row whose `column` names a row in neither the file nor the store."""
+    position = rule.index[column]
+    in_file = batch[target_kind].line_of
+    outside = {row[position] for row in rows.rows if row[position] is not None and row[position] not in in_file}
+    if not outside:
+        return
+    missing = outside - _present(conn, KINDS[target_kind], outside)
+    for row, line in zip(rows.rows, rows.lines):
+        if row[position] in missing:
+            errors.append((line, f"{column}: {target_kind} {row[position]} is neither in the file nor in the store"))
+
+
+def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[int, str]]) -> list[int]:
+    """Return row indexes ordered so that a row's parent (when in the file) comes before it."""
+    unseen, on_path = -1, -2
+    index = {row[0]: i for i, row in enumerate(rows.rows)}
+    depth = [unseen] * len(rows.rows)
+    for start in range(len(rows.rows)):
+        path: list[int] = []
+        current: int | None = start
+        while current is not None and depth[current] < 0:
+            if depth[current] == on_path:
+                lines = [rows.lines[i] for i in path[path.index(current) :]]
+                chain = " -> ".join(f"line {line}" for line in lines + lines[:1])
+                errors.append((min(lines), f"{column}: rows point at each other in a cycle ({chain})"))
+                break
+            depth[current] = on_path
+            path.append(current)
+            parent = rows.rows[current][position]
+            current = index.get(parent) if parent is not None else None
+        base = depth[current] if current is not None and depth[current] >= 0 else -1
+        for i in reversed(path):
+            base += 1
+            depth[i] = base
+    return sorted(range(len(rows.rows)), key=depth.__getitem__)
+
+
+def _check_and_order(conn: Connection, batch: dict[str, _Rows]) -> dict[str, list[tuple[Any, ...]]]:
+    """Check the file against the store; return the rows to insert per kind, in insert order."""
+    errors: list[tuple[int, str]] = []
+    skipped: set[int] = set()
+    for kind, rows in batch.items():
+        if not rows.rows:
+            continue
+        for existing in sorted(_present(conn, KINDS[kind], rows.line_of)):
+            line = rows.line_of[existing]
+            if kind == "agent" and existing == models.MEMCTL_AGENT_ID:
+                skipped.add(line)  # the store's own memctl agent: keep the one it has
+            else:
+                errors.append((line, f"ID: {kind} {existing} already exists in the store"))
+    _references(conn, batch["note"], "ConsolidatedIntoNoteID", _RULES["note"], "note", batch, errors)
+    _references(conn, batch["run_step"], "AgentRunID", _RULES["run_step"], "run", batch, errors)
+    _references(conn, batch["run_step"], "ParentID", _RULES["run_step"], "run_step", batch, errors)
+    ordered: dict[str, list[tuple[Any, ...]]] = {}
+    for kind, rows in batch.items():
+        reference = _SELF_REFERENCES.get(kind)
+        if reference:
+            order = _parents_first(rows, _RULES[kind].index[reference], reference, errors)
+        else:
+            order = range(len(rows.rows))
+        ordered[kind] = [rows.rows[i] for i in order if rows.lines[i] not in skipped]
+    if errors:
+        line, message = min(errors)
+        raise InputError(f"line {line}: {message}")
+    return ordered
+
+
+def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now: datetime) -> dict[str, int]:
+    """Import a JSON Lines file all-or-nothing; return the rows inserted per kind.
+
+    A missing ID gets a new uuid4; missing columns take the models' defaults, and missing
+    __mj_CreatedAt / __mj_UpdatedAt take `now`. The memctl system agent row is skipped when the
+    store already has it (it is not counted); any other ID already in the store is an error.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be a timezone-aware datetime")
+    batch = _read(source, now.astimezone(timezone.utc))
+    counts: dict[str, int] = {}
+    with write(engine) as conn:
+        ordered = _check_and_order(conn, batch)
+        for kind, rows in ordered.items():
+            table, names = KINDS[kind], _RULES[kind].names
+            for chunk in _chunks(rows, INSERT_BATCH):
+                conn.execute(table.insert(), [dict(zip(names, row)) for row in chunk])
+            counts[kind] = len(rows)
+    return counts
