@@ -1,0 +1,377 @@
+"""Rewrite relative time expressions in note text as absolute dates.
+
+"Yesterday we moved to Redis" is only true relative to the day it was written. Before notes are
+merged (by the LLM or by the offline extractive merge) their relative expressions are rewritten
+against each note's created date, and a consolidated note is refused while `find_relative` still
+finds one (FR-015). Both functions run the same scanner over the same rules, so whatever
+`normalise` rewrites is exactly what `find_relative` reports, and
+`find_relative(normalise(text, day)) == []` for every text.
+
+Conventions, shown for a reference of Monday 2026-03-16:
+
+- Resolution is the day. A datetime reference is reduced to its UTC date (a naive one is taken as
+  UTC); "2 hours ago" and "just now" become "on 2026-03-16".
+- Days: "yesterday" -> "on 2026-03-15", "3 days ago" -> "on 2026-03-13", "in 3 days" ->
+  "on 2026-03-19". A part of the day is kept: "this morning" -> "on the morning of 2026-03-16",
+  "last night" -> "on the night of 2026-03-15".
+- Weeks are ISO weeks (Monday first), named by their Monday: "last week", "a week ago" -> "in the
+  week of 2026-03-09"; "two weeks ago" -> "in the week of 2026-03-02". Weekends are named by their
+  Saturday: "last weekend" -> "on the weekend of 2026-03-14".
+- Weekdays: "last" / "this" / "next" pick that day in the previous / current / following ISO week:
+  "last Friday" -> 2026-03-13, "this Friday" -> 2026-03-20, "next Monday" -> 2026-03-23.
+  "this past Friday" / "this coming Friday" are the nearest such day strictly before / after.
+  A bare weekday ("on Friday", "on Mondays") is left alone and not reported: it may be recurring,
+  past or future, and the text does not say which.
+- Months, quarters and years are calendar units: "last month" -> "in February 2026", "in 3 months"
+  -> "in June 2026", "last quarter" -> "in Q4 2025", "next year" -> "in 2027". Years are written
+  with four digits, as in ISO dates. At the ends of the calendar (year 1, year 9999) the offset is
+  stated instead: "next year" -> "1 year after 9999-12-31".
+- Vague expressions keep their vagueness: "recently", "lately", "currently", "nowadays", "these
+  days", "at the moment", "at present", "right now", "for now" -> "as of 2026-03-16" ("until
+  recently" -> "until shortly before 2026-03-16"); "the other day" -> "shortly before 2026-03-16";
+  "a few days ago" (any "... ago" not computed) -> "a few days before 2026-03-16"; "in a few weeks"
+  -> "a few weeks after 2026-03-16"; "the past two weeks" -> "the two weeks before 2026-03-16";
+  "until now" -> "until 2026-03-16".
+- The replacement fits where the expression stood: after a preposition it loses its own ("since
+  last week" -> "since the week of 2026-03-09", "until tomorrow" -> "until 2026-03-17"), and so
+  does a sentence's subject before is / was ("Tomorrow is the deadline" -> "2026-03-17 is the
+  deadline"). A possessive becomes an attribute: "yesterday's meeting" -> "the 2026-03-15
+  meeting", "last week's release" -> "the week of 2026-03-09's release". "today's" is treated the
+  same way, since "today's price" in a stored note is as relative as "today". A capitalised
+  expression gets a capitalised replacement ("Yesterday we" -> "On 2026-03-15 we").
+- Left alone, and so not reported: bare "now" ("now that", "the team now uses"), expressions
+  relative to another event rather than to the note ("later", "3 days later", "the following
+  week", "the past two years before the merger"), absolute uses ("the last week of March", "the
+  last Friday before the release", "one of these days", "at the moment of signing"), and
+  hyphenated compounds ("today-only").
+  "in 3 days" is read as a future date even though "finished in 3 days" is a duration: notes state
+  plans far more often than durations, and the validator must not let either through unresolved.
+
+Matching is case-insensitive on whole words. Where two expressions overlap, the one that starts
+first wins, then the longer ("the day before yesterday" over "yesterday").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+__all__ = ["find_relative", "normalise"]
+
+# English names, not calendar.month_name: that one follows the process locale.
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+
+_START = r"(?<![\w-])"
+_END = r"(?![\w-])"
+_POSSESSIVE = r"(?:(?P<poss>['’]s)(?![\w-]))?"
+_NOT_OF = r"(?!\s+of\b)"
+_NOT_AFTER_THE = r"(?<!\bthe\s)"
+_COUNT = r"\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_PART = r"morning|afternoon|evening|night"
+_UNIT = r"second|minute|hour|day|week|month|quarter|year"
+_WHICH = r"last|next|this\s+past|this\s+coming|this"
+_WHICH_SHIFT = {"last": -1, "next": 1, "this past": -1, "this coming": 1, "this": 0}
+
+# A preposition right before an expression takes the bare form: "since last week", not
+# "since in the week of ...".
+_PREPOSITION_BEFORE = re.compile(
+    r"(?<![\w-])(?:since|until|till|til|up\s+to|before|after|by|from|to|through|thru|of|on|for"
+    r"|during|between)\s+\Z",
+    re.IGNORECASE,
+)
+_CLAUSE_START = re.compile(r"(?:\A|[.!?;:\n])[\s\"'“‘(\[]*\Z")
+_COPULA_AFTER = re.compile(r"\s+(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been|marks|marked)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Phrase:
+    """The absolute wording of one expression, in the three grammatical slots it can fill."""
+
+    adverbial: str  # "we met on 2026-03-15"
+    bare: str  # "since 2026-03-15", "2026-03-15 was busy"
+    attributive: str  # "the 2026-03-15 meeting"
+
+    @classmethod
+    def same(cls, text: str) -> _Phrase:
+        return cls(text, text, text)
+
+
+@dataclass(frozen=True)
+class _Shift:
+    """A calendar offset from the reference day: `amount` units of `unit` (day, week, ...)."""
+
+    unit: str
+    amount: int
+    part: str | None = None
+
+
+_Resolver = Callable[[re.Match[str], date], _Phrase | _Shift]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    resolve: _Resolver
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBERS[word.lower()]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _day_phrase(day: date, part: str | None) -> _Phrase:
+    iso = day.isoformat()
+    if part is None:
+        return _Phrase(f"on {iso}", iso, f"the {iso}")
+    return _Phrase(f"on the {part} of {iso}", f"the {part} of {iso}", f"the {iso} {part}")
+
+
+def _month_index(day: date, months: int) -> tuple[int, int]:
+    year, month0 = divmod(day.year * 12 + day.month - 1 + months, 12)
+    if not 1 <= year <= 9999:
+        raise OverflowError("year out of range")
+    return year, month0 + 1
+
+
+def _shift_phrase(shift: _Shift, reference: date) -> _Phrase:
+    unit, amount = shift.unit, shift.amount
+    try:
+        if unit == "day":
+            return _day_phrase(reference + timedelta(days=amount), shift.part)
+        if unit in ("week", "weekend"):
+            monday = reference - timedelta(days=reference.weekday()) + timedelta(weeks=amount)
+            if unit == "week":
+                text = f"the week of {monday.isoformat()}"
+                return _Phrase(f"in {text}", text, f"{text}'s")
+            text = f"the weekend of {(monday + timedelta(days=5)).isoformat()}"
+            return _Phrase(f"on {text}", text, f"{text}'s")
+        if unit == "month":
+            year, month = _month_index(reference, amount)
+            text = f"{_MONTHS[month - 1]} {year:04d}"
+        elif unit == "quarter":
+            year, month = _month_index(reference, 3 * amount)
+            text = f"Q{(month - 1) // 3 + 1} {year:04d}"
+        else:
+            year = reference.year + amount
+            if not 1 <= year <= 9999:
+                raise OverflowError("year out of range")
+            text = f"{year:04d}"
+        return _Phrase(f"in {text}", text, f"the {text}")
+    except OverflowError:
+        # Only references at the ends of the calendar get here; say what we know instead.
+        size = abs(amount)
+        direction = "after" if amount > 0 else "before"
+        return _Phrase.same(f"{size} {unit}{'' if size == 1 else 's'} {direction} {reference.isoformat()}")
+
+
+def _resolve_day(match: re.Match[str], reference: date) -> _Shift:
+    offsets = {
+        "the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1,
+        "the day after tomorrow": 2,
+    }  # fmt: skip
+    part = match.group("part")
+    return _Shift("day", offsets[_words(match.group("day"))], part.lower() if part else None)
+
+
+def _resolve_part(match: re.Match[str], reference: date) -> _Shift:
+    words = _words(match.group("when"))
+    if words == "tonight":
+        return _Shift("day", 0, "night")
+    if words == "last night":
+        return _Shift("day", -1, "night")
+    return _Shift("day", 0, words.removeprefix("this "))
+
+
+def _resolve_weekday(match: re.Match[str], reference: date) -> _Shift:
+    which = _words(match.group("which"))
+    delta = _WEEKDAYS.index(match.group("weekday").lower()) - reference.weekday()
+    if which == "this past":
+        delta = -((-delta) % 7 or 7)
+    elif which == "this coming":
+        delta = delta % 7 or 7
+    else:
+        delta += 7 * _WHICH_SHIFT[which]
+    part = match.group("part")
+    return _Shift("day", delta, part.lower() if part else None)
+
+
+def _resolve_unit(match: re.Match[str], reference: date) -> _Shift:
+    return _Shift(match.group("unit").lower(), _WHICH_SHIFT[_words(match.group("which"))])
+
+
+def _quantity_shift(count: int, unit: str) -> _Shift:
+    if unit in ("second", "minute", "hour"):
+        return _Shift("day", 0)
+    return _Shift(unit, count)
+
+
+def _resolve_quantity(match: re.Match[str], reference: date) -> _Shift:
+    sign = -1 if match.group("direction").lower() == "ago" else 1
+    return _quantity_shift(sign * _count(match.group("count")), match.group("unit").lower())
+
+
+def _resolve_in(match: re.Match[str], reference: date) -> _Phrase | _Shift:
+    if match.group("count"):
+        return _quantity_shift(_count(match.group("count")), match.group("unit").lower())
+    return _Phrase.same(f"{match.group('span')} after {reference.isoformat()}")
+
+
+def _resolve_the(match: re.Match[str], reference: date) -> _Phrase:
+    direction = "before" if match.group("direction").lower() in ("past", "last") else "after"
+    text = f"the {match.group('span')} {direction} {reference.isoformat()}"
+    return _Phrase(text, text, f"{text}'s")
+
+
+def _resolve_ago(match: re.Match[str], reference: date) -> _Phrase:
+    return _Phrase.same(f"{match.group('span') or ''}before {reference.isoformat()}")
+
+
+def _as_of(until: str) -> _Resolver:
+    def resolve(match: re.Match[str], reference: date) -> _Phrase:
+        iso = reference.isoformat()
+        return _Phrase(f"as of {iso}", until.format(iso), f"as of {iso}")
+
+    return resolve
+
+
+def _fixed(template: str) -> _Resolver:
+    def resolve(match: re.Match[str], reference: date) -> _Phrase:
+        return _Phrase.same(template.format(reference.isoformat()))
+
+    return resolve
+
+
+def _rule(pattern: str, resolve: _Resolver) -> _Rule:
+    return _Rule(re.compile(pattern, re.IGNORECASE), resolve)
+
+
+_WEEKDAY = "|".join(_WEEKDAYS)
+
+# Where two rules match the same text, the earlier one wins: "3 days ago" is computed by the
+# counted rule, and the last rule only rewords the "... ago" that no other rule can compute.
+_RULES = (
+    _rule(
+        rf"{_START}(?P<day>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday"
+        rf"|today|tomorrow){_END}(?:\s+(?P<part>{_PART}){_END})?{_POSSESSIVE}",
+        _resolve_day,
+    ),
+    _rule(
+        rf"{_START}(?P<when>tonight|last\s+night|this\s+(?:morning|afternoon|evening)){_END}{_POSSESSIVE}",
+        _resolve_part,
+    ),
+    _rule(
+        rf"{_START}{_NOT_AFTER_THE}(?P<which>{_WHICH})\s+(?P<weekday>{_WEEKDAY}){_END}"
+        rf"(?:\s+(?P<part>{_PART}){_END})?{_POSSESSIVE}{_NOT_OF}",
+        _resolve_weekday,
+    ),
+    _rule(
+        rf"{_START}{_NOT_AFTER_THE}(?P<which>{_WHICH})\s+(?P<unit>week|weekend|month|quarter|year)"
+        rf"{_END}{_POSSESSIVE}{_NOT_OF}",
+        _resolve_unit,
+    ),
+    _rule(
+        rf"(?<![\w.,-])(?P<count>{_COUNT}|an?)\s+(?P<unit>{_UNIT})s?\s+(?P<direction>ago|from\s+now)"
+        rf"{_END}",
+        _resolve_quantity,
+    ),
+    _rule(
+        rf"{_START}in\s+(?P<span>(?:(?P<count>{_COUNT})|a\s+few|a\s+couple(?:\s+of)?|several)\s+"
+        rf"(?P<unit>{_UNIT})s?){_END}(?!\s+(?:after|before|from|of)\b)",
+        _resolve_in,
+    ),
+    _rule(
+        rf"{_START}the\s+(?P<direction>past|last|next|coming)\s+(?P<span>(?:(?:{_COUNT}|few"
+        rf"|couple(?:\s+of)?|several)\s+)?(?:{_UNIT})s|week|weekend|month|quarter|year){_END}"
+        rf"{_POSSESSIVE}(?!\s+(?:of|before|after)\b)",
+        _resolve_the,
+    ),
+    _rule(rf"{_START}(?:recently|lately){_END}", _as_of("shortly before {}")),
+    _rule(
+        rf"{_START}(?:currently|nowadays|(?<!\bof\s)these\s+days|at\s+present|right\s+now|for\s+now"
+        rf"|at\s+the\s+moment(?!\s+(?:of|when|that)\b)){_END}",
+        _as_of("{}"),
+    ),
+    _rule(rf"{_START}just\s+now{_END}", _fixed("on {}")),
+    _rule(rf"{_START}the\s+other\s+day{_END}", _fixed("shortly before {}")),
+    # Bare "now" is too idiomatic to rewrite ("now that"); after these prepositions it is a date.
+    _rule(
+        rf"(?:(?<=\bsince\s)|(?<=\buntil\s)|(?<=\btill\s)|(?<=\btil\s)|(?<=\bto\s)|(?<=\bby\s)"
+        rf"|(?<=\bof\s)|(?<=\bfrom\s))now{_END}",
+        _fixed("{}"),
+    ),
+    # Any other "... ago" keeps its words: "a few days ago" -> "a few days before 2026-03-16".
+    _rule(
+        rf"{_START}(?P<span>(?:(?:a\s+few|a\s+couple(?:\s+of)?|several|many|some|[\d,.]+|an?)\s+)?"
+        rf"(?:{_UNIT}|fortnight|while|moment|time)s?\s+)?ago{_END}",
+        _resolve_ago,
+    ),
+)
+
+
+def _scan(text: str) -> Iterator[tuple[_Rule, re.Match[str]]]:
+    """Yield the relative expressions of `text`, left to right, without overlaps."""
+    position = 0
+    while True:
+        best: tuple[_Rule, re.Match[str]] | None = None
+        for rule in _RULES:
+            found = rule.pattern.search(text, position)
+            if found and (best is None or (found.start(), -found.end()) < (best[1].start(), -best[1].end())):
+                best = (rule, found)
+        if best is None:
+            return
+        yield best
+        position = best[1].end()
+
+
+def _reference_day(reference: date | datetime) -> date:
+    if isinstance(reference, datetime):
+        if reference.tzinfo is not None:
+            reference = reference.astimezone(UTC)
+        return reference.date()
+    return reference
+
+
+def _replacement(text: str, rule: _Rule, match: re.Match[str], reference: date) -> str:
+    resolved = rule.resolve(match, reference)
+    phrase = _shift_phrase(resolved, reference) if isinstance(resolved, _Shift) else resolved
+    start = match.start()
+    if match.groupdict().get("poss"):
+        wording = phrase.attributive
+    elif _PREPOSITION_BEFORE.search(text, 0, start) or (_CLAUSE_START.search(text, 0, start) and _COPULA_AFTER.match(text, match.end())):
+        wording = phrase.bare
+    else:
+        wording = phrase.adverbial
+    if match.group(0)[0].isupper():
+        wording = wording[0].upper() + wording[1:]
+    return wording
+
+
+def normalise(text: str, reference: date | datetime) -> str:
+    """Return `text` with its relative time expressions made absolute against `reference`."""
+    day = _reference_day(reference)
+    pieces: list[str] = []
+    done = 0
+    for rule, match in _scan(text):
+        pieces.append(text[done : match.start()])
+        pieces.append(_replacement(text, rule, match, day))
+        done = match.end()
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def find_relative(text: str) -> list[str]:
+    """Return the relative time expressions left in `text`, as written, in order."""
+    return [match.group(0) for _, match in _scan(text)]
