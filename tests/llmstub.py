@@ -176,6 +176,12 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
+def _affirmative(words: list[str]) -> list[str]:
+    # "does not use" and "uses" must compare equal: drop negations and auxiliaries, then a plural/3rd-person s.
+    kept = [w for w in words if w not in NEGATIONS and w not in ("do", "does", "did")]
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept]
+
+
 def default_responder(body: dict) -> dict:
     """Answer memctl's prompts deterministically and plausibly (no model involved)."""
     kind = prompt_kind(body)
@@ -187,8 +193,7 @@ def default_responder(body: dict) -> dict:
         return {"isCovered": covered, "reason": "narrower text contained" if covered else "new facts", "confidence": 0.9}
     if kind == "contradiction":
         a, b = (_words(n["content"]) for n in data[:2])
-        strip = lambda ws: [w for w in ws if w not in NEGATIONS]  # noqa: E731
-        negation = a != b and strip(a) == strip(b) and bool(strip(a))
+        negation = a != b and bool(_affirmative(a)) and _affirmative(a) == _affirmative(b)
         return {
             "isContradiction": negation,
             "contradictionType": "negation" if negation else "none",
@@ -284,7 +289,7 @@ class LLMStub:
 
     def start(self) -> "LLMStub":
         """Serve in a daemon thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, name="llmstub", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="llmstub", daemon=True)
         self._thread.start()
         return self
 
@@ -486,7 +491,8 @@ class LLMStub:
                     if truncate:
                         self.wfile.write(payload[: len(payload) // 2])
                         self.wfile.flush()
-                        self._reset()
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
                         return
                     self.wfile.write(payload)
                     self.wfile.flush()

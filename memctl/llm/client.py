@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Optional, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
+from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ T = TypeVar("T")
 U = TypeVar("U")
 R = TypeVar("R", bound=BaseModel)
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: response_format modes, most to least structured; a client only ever moves down this list
 FORMAT_MODES = ("json_schema", "json_object", "text")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -82,7 +84,7 @@ class LLMClient:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: Optional[str],
         api_key: Optional[str],
         model: str,
         timeout: float = 60,
@@ -94,19 +96,19 @@ class LLMClient:
         max_retry_after: float = 120.0,
         max_reply_chars: int = 100_000,
     ) -> None:
-        if not base_url or not str(base_url).strip():
-            raise ValueError("LLM base_url is required")
+        if not base_url and not api_key:
+            raise ConfigError("LLM: set a base_url (OpenAI-compatible server) or an API key (api.openai.com)")
         if not model or not model.strip():
-            raise ValueError("LLM model is required")
+            raise ConfigError("LLM model is required")
         if timeout <= 0:
-            raise ValueError(f"LLM timeout must be positive, not {timeout}")
+            raise ConfigError(f"LLM timeout must be positive, not {timeout}")
         if max_retries < 0:
-            raise ValueError(f"LLM max_retries must be 0 or more, not {max_retries}")
+            raise ConfigError(f"LLM max_retries must be 0 or more, not {max_retries}")
         if concurrency < 1:
-            raise ValueError(f"LLM concurrency must be at least 1, not {concurrency}")
+            raise ConfigError(f"LLM concurrency must be at least 1, not {concurrency}")
         if backoff_base < 0 or backoff_max < 0 or max_retry_after < 0:
-            raise ValueError("LLM backoff settings must not be negative")
-        self.base_url = str(base_url).rstrip("/")
+            raise ConfigError("LLM backoff settings must not be negative")
+        self.base_url = str(base_url).rstrip("/") if base_url else OPENAI_BASE_URL
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -147,16 +149,17 @@ class LLMClient:
     def complete_json(self, system: str, user: str, reply_model: type[R], schema_name: str) -> JudgeResult[R]:
         """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`."""
         if not _SCHEMA_NAME.match(schema_name):
-            raise ValueError(f"schema_name must match {_SCHEMA_NAME.pattern}, not {schema_name!r}")
+            raise ConfigError(f"schema_name must match {_SCHEMA_NAME.pattern}, not {schema_name!r}")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         calls = 0
         attempt = 0
         usage = Usage()
         while True:
-            mode = self._mode
             calls += 1
             try:
                 with self._slots:
+                    # Read once a slot is free: another call may have downgraded the format meanwhile.
+                    mode = self._mode
                     response = self._openai.chat.completions.create(
                         model=self.model,
                         messages=messages,
@@ -168,28 +171,20 @@ class LLMClient:
                     self._downgrade(mode, exc)
                     continue
                 reason = f"HTTP {exc.status_code}: {self._describe(exc)}"
-                if (exc.status_code == 429 or exc.status_code >= 500) and attempt < self.max_retries:
-                    self._sleep_before_retry(attempt, reason, exc.response)
-                    attempt += 1
-                    continue
-                return self._failure(reason, usage, calls)
+                retryable, hint = exc.status_code == 429 or exc.status_code >= 500, exc.response
             except openai.APITimeoutError:
-                reason = f"timed out after {self.timeout:g}s"
-                if attempt < self.max_retries:
-                    self._sleep_before_retry(attempt, reason, None)
-                    attempt += 1
-                    continue
-                return self._failure(reason, usage, calls)
+                reason, retryable, hint = f"timed out after {self.timeout:g}s", True, None
             except openai.APIConnectionError as exc:
-                reason = f"connection error: {self._describe(exc.__cause__ or exc)}"
-                if attempt < self.max_retries:
-                    self._sleep_before_retry(attempt, reason, None)
-                    attempt += 1
-                    continue
+                reason, retryable, hint = f"connection error: {self._describe(exc.__cause__ or exc)}", True, None
+            except Exception as exc:  # noqa: BLE001 - a per-call failure must not abort the phase
+                reason = f"malformed response: {type(exc).__name__}: {self._describe(exc)}"
+                return self._failure(reason, usage, calls, retried=False)
+            else:
+                return self._parse(response, reply_model, usage, calls)
+            if not retryable or attempt >= self.max_retries:
                 return self._failure(reason, usage, calls)
-            except openai.OpenAIError as exc:
-                return self._failure(f"{type(exc).__name__}: {self._describe(exc)}", usage, calls, retried=False)
-            return self._parse(response, reply_model, usage, calls)
+            self._sleep_before_retry(attempt, reason, hint)
+            attempt += 1
 
     def map(self, fn: Callable[[T], U], items: Iterable[T]) -> list[U]:
         """Return `[fn(item) for item in items]`, computed `concurrency` at a time, in input order."""
@@ -320,6 +315,6 @@ class LLMClient:
         return self._scrub(" ".join(text.split()))[:300]
 
     def _scrub(self, text: str) -> str:
-        if self._secret:
+        if len(self._secret) >= 4:
             text = text.replace(self._secret, "***")
         return text

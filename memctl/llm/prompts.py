@@ -24,12 +24,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Union
 
+from memctl.errors import ConfigError
+
 SYSTEM_MARKER = "---system---"
 USER_MARKER = "---user---"
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
 
-class PromptError(Exception):
+class PromptError(ConfigError):
     """A prompt template is missing or malformed (an installation or configuration error)."""
 
 

@@ -1,0 +1,94 @@
+"""The Judge backed by an OpenAI-compatible LLM: render a prompt, ask, parse.
+
+Each note's relative dates are normalised against its own created date before the prompt is
+rendered, so the model sees absolute dates whenever memctl can compute them (the prompt still
+asks it to convert any it finds). Replies are only parsed here; the phases validate IDs, types
+and lengths against the cluster or pair they asked about.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from pydantic import BaseModel
+
+from memctl.llm.base import JudgeResult
+from memctl.llm.client import LLMClient
+from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
+from memctl.llm.replies import AbsorptionReply, ConsolidationReply, ContradictionReply
+from memctl.records import NoteRecord
+
+#: kind -> (template name, reply model, schema name sent with response_format)
+KINDS: dict[str, tuple[str, type[BaseModel], str]] = {
+    "consolidate": ("consolidate-notes", ConsolidationReply, "consolidation_reply"),
+    "contradiction": ("detect-contradictions", ContradictionReply, "contradiction_reply"),
+    "absorb": ("absorb-note", AbsorptionReply, "absorption_reply"),
+}
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def note_data(note: NoteRecord) -> dict[str, Any]:
+    """Return the JSON object a prompt shows for `note`, its content with relative dates made absolute."""
+    from memctl import temporal  # written alongside this module; imported late to keep the import graph flat
+
+    created = _utc(note.created_at).date()
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": temporal.normalise(note.note, created),
+        "createdAt": created.isoformat(),
+        "accessCount": note.access_count,
+    }
+
+
+class LLMJudge:
+    """Answers the Judge questions by asking an LLM through an `LLMClient`. Thread-safe."""
+
+    def __init__(self, client: LLMClient, prompts_dir: Union[str, Path, None] = None) -> None:
+        self.client = client
+        self.model = client.model
+        self.prompts_dir = prompts_dir
+        self._prompts: dict[str, Prompt] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LLMJudge(model={self.model!r})"
+
+    def prompt(self, kind: str) -> Prompt:
+        """Return the loaded template for `kind`, loading it on first use (PromptError if missing)."""
+        if kind not in KINDS:
+            raise PromptError(f"unknown judge kind {kind!r}; expected one of {', '.join(KINDS)}")
+        with self._lock:
+            if kind not in self._prompts:
+                self._prompts[kind] = load_prompt(KINDS[kind][0], self.prompts_dir)
+            return self._prompts[kind]
+
+    def template_hash(self, kind: str) -> str:
+        """Return the sha256 of the template file used for `kind`."""
+        return self.prompt(kind).sha256
+
+    def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
+        """Ask for one note keeping every distinct fact of `notes` (a ConsolidationReply)."""
+        return self._ask("consolidate", [note_data(n) for n in notes], reference_date)
+
+    def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
+        """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
+        return self._ask("contradiction", [note_data(a), note_data(b)])
+
+    def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
+        """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
+        return self._ask("absorb", {"broader": note_data(broader), "narrower": note_data(narrower)})
+
+    def _ask(self, kind: str, data: Any, reference_date: Optional[str] = None) -> JudgeResult:
+        _, reply_model, schema_name = KINDS[kind]
+        values = {"notes_json": notes_json(data)}
+        if reference_date is not None:
+            values["reference_date"] = str(reference_date)
+        system, user = self.prompt(kind).render(**values)
+        return self.client.complete_json(system, user, reply_model, schema_name)
