@@ -1,0 +1,142 @@
+"""memctl as a library: every command is one function here; the CLI only parses and renders.
+
+    from memctl import api
+    from memctl.settings import resolve
+    report = api.dream(resolve(), force=True)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from sqlalchemy.engine import Engine
+
+from memctl.errors import UsageError
+from memctl.phases.base import NullReporter, PhaseContext, Reporter, Scope
+from memctl.pipeline import FixedPlanPhase, RunReport, execute, maintenance_phases
+from memctl.plan import load_plan
+from memctl.settings import Settings
+from memctl.store.engine import check_connection, make_engine
+from memctl.store.schema import ensure_ready
+
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+
+
+def open_store(settings: Settings, migrate: bool = True) -> Engine:
+    """Connect to the configured store and make sure its schema is at head."""
+    engine = make_engine(settings)
+    check_connection(engine, settings)
+    if migrate:
+        ensure_ready(engine, settings)
+    return engine
+
+
+def parse_shard(text: Optional[str]) -> Optional[tuple[int, int]]:
+    """Parse `--shard i/n` (0 <= i < n)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise UsageError(f"--shard must look like i/n, e.g. 0/4 (got {text!r})")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(f"--shard {text}: need 0 <= i < n")
+    return index, count
+
+
+def parse_agent(text: Optional[str]) -> Optional[str]:
+    """Validate `--agent ID` (a UUID)."""
+    if text is None:
+        return None
+    if not UUID_RE.match(text.strip()):
+        raise UsageError(f"--agent must be an agent ID (a UUID), got {text!r}")
+    import uuid
+
+    return str(uuid.UUID(text.strip()))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every phase-running command accepts."""
+
+    dry_run: bool = False
+    agent: Optional[str] = None
+    shard: Optional[str] = None
+    plan_out: Optional[str] = None
+
+
+def context(settings: Settings, engine: Engine, options: RunOptions, reporter: Optional[Reporter] = None) -> PhaseContext:
+    """Build the planning context for one invocation."""
+    scope = Scope(agent_id=parse_agent(options.agent), shard=parse_shard(options.shard))
+    return PhaseContext(engine=engine, settings=settings, now=settings.current_time(), scope=scope, reporter=reporter or NullReporter())
+
+
+def dream(settings: Settings, options: RunOptions = RunOptions(), force: bool = False, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
+    """Run the nightly pass: gate, lock, the four phases in order, records."""
+    from memctl.gate import dream_run_name
+
+    engine = engine or open_store(settings)
+    ctx = context(settings, engine, options, reporter)
+    scoped = ctx.scope.agent_id is not None
+    # A dream limited to one agent is not a full maintenance run: it must not close the gate.
+    run_name = dream_run_name(ctx.scope.shard) + (f" --agent {ctx.scope.agent_id}" if scoped else "")
+    return execute(
+        ctx, "memctl dream", maintenance_phases(), dry_run=options.dry_run, gated=True, force=force,
+        plan_out=options.plan_out, run_name=run_name,
+    )
+
+
+def run_phase(settings: Settings, name: str, options: RunOptions = RunOptions(), reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
+    """Run one phase by hand (not gated, recorded like any run)."""
+    from memctl.phases import registry
+
+    if name not in registry.STEP_NAMES:
+        raise UsageError(f"unknown phase {name!r}")
+    engine = engine or open_store(settings)
+    ctx = context(settings, engine, options, reporter)
+    return execute(ctx, f"memctl {name}", [registry.phase(name)], dry_run=options.dry_run, plan_out=options.plan_out)
+
+
+def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
+    """Apply a saved plan exactly; actions whose rows changed since planning are skipped."""
+    plan = load_plan(path)
+    engine = engine or open_store(settings)
+    scope = plan.scope or {}
+    ctx = context(settings, engine, RunOptions(agent=scope.get("agent"), shard=scope.get("shard")), reporter)
+    phases = [FixedPlanPhase(p) for p in plan.phases]
+    return execute(ctx, "memctl apply", phases, run_name=f"memctl apply ({plan.command})")
+
+
+def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = False, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
+    """Put back every record a run changed (a recorded run itself)."""
+    from memctl.undo import UndoPhase
+
+    if not UUID_RE.match(run_id.strip()):
+        raise UsageError(f"RUN_ID must be a run's full ID (see `memctl runs list`), got {run_id!r}")
+    engine = engine or open_store(settings)
+    _require_finished_run(engine, run_id.strip().lower())
+    ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
+    return execute(ctx, "memctl undo", [UndoPhase(run_id.strip(), force)], dry_run=dry_run, run_name=f"memctl undo {run_id.strip().lower()}")
+
+
+def _require_finished_run(engine: Engine, run_id: str) -> None:
+    import sqlalchemy as sa
+
+    from memctl.store import models as m
+    from memctl.store.engine import read
+
+    with read(engine) as conn:
+        status = conn.execute(sa.select(m.run.c.Status).where(m.run.c.ID == run_id)).scalar()
+    if status is None:
+        raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
+    if status == "Running":
+        raise UsageError(f"run {run_id} is still Running; undo it once it has finished")
+
+
+def phases_available() -> Sequence[str]:
+    """Return the phase names in pipeline order."""
+    from memctl.pipeline import PHASE_ORDER
+
+    return PHASE_ORDER

@@ -1,0 +1,495 @@
+"""The `memctl` command: parse options, resolve settings once, call one library function, render.
+
+Exit codes: 0 done (a gate or lock skip included), 1 a phase failed or `verify` found a breach,
+2 usage or configuration error, 3 unexpected error (the traceback only with --traceback).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from memctl import api
+from memctl.errors import MemctlError, UsageError
+from memctl.pipeline import RunReport
+from memctl.settings import Settings, resolve
+
+app = typer.Typer(
+    name="memctl",
+    help="Keep an AI agent memory store healthy: the nightly 'dream' pass and its phases.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+db_app = typer.Typer(help="Create, upgrade and inspect the store's schema.", no_args_is_help=True)
+runs_app = typer.Typer(help="Show what memctl runs did.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(runs_app, name="runs")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class State:
+    flags: dict[str, Any] = field(default_factory=dict)
+    config: Optional[str] = None
+    traceback: bool = False
+    log_format: str = "text"
+    _settings: Optional[Settings] = None
+
+    def settings(self, **extra: Any) -> Settings:
+        if self._settings is None or extra:
+            self._settings = resolve(flags={**self.flags, **extra}, config_file=self.config)
+        return self._settings
+
+
+_STATE = State()
+
+
+def _state() -> State:
+    """Return this invocation's state (reset by the top-level callback on every invocation)."""
+    return _STATE
+
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def guarded(fn: F) -> F:
+    """Map memctl errors to exit codes; hide tracebacks unless --traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state = _state()
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.BadParameter):
+            raise
+        except MemctlError as exc:
+            if state.traceback:
+                err.print_exception()
+            _error(state, str(exc), exc.exit_code)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            _error(state, "interrupted", 3)
+            raise typer.Exit(3) from None
+        except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become exit 3
+            if state.traceback:
+                err.print_exception()
+            message = f"unexpected error: {type(exc).__name__}: {_scrub(state, str(exc))}"
+            if not state.traceback:
+                message += " (run with --traceback for details)"
+            _error(state, message, 3)
+            raise typer.Exit(3) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _scrub(state: State, text: str) -> str:
+    from memctl.store.engine import scrub
+
+    try:
+        return scrub(text, state.settings())
+    except MemctlError:
+        return text
+
+
+def _error(state: State, message: str, code: int) -> None:
+    if state.log_format == "json":
+        err.print_json(json.dumps({"event": "error", "exitCode": code, "message": message}))
+    else:
+        err.print(f"memctl: error: {message}", markup=False)
+
+
+# --- shared options --------------------------------------------------------------------------
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the plan and write nothing at all (not even a run record).")]
+Agent = Annotated[Optional[str], typer.Option("--agent", help="Limit the work to one agent (its ID).", metavar="ID")]
+PlanOut = Annotated[Optional[str], typer.Option("--plan-out", help="Save the plan as JSON, to apply later with `memctl apply`.", metavar="FILE")]
+Shard = Annotated[Optional[str], typer.Option("--shard", help="Work on shard i of n (partitions whose stable hash mod n is i).", metavar="i/n")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON summary.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (cron mails only on failure).")]
+
+
+@app.callback()
+def main_options(
+    db_url: Optional[str] = typer.Option(None, "--db-url", help="Database URL (default: sqlite file memctl.db here). Env: MEMCTL_DB_URL.", metavar="URL"),
+    db_schema: Optional[str] = typer.Option(None, "--db-schema", help="Schema holding the tables (e.g. __mj). Env: MEMCTL_DB_SCHEMA.", metavar="NAME"),
+    config: Optional[Path] = typer.Option(None, "--config", help="Config file (default: ./memctl.toml if present).", metavar="FILE"),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="OpenAI-compatible API base URL. Env: MEMCTL_LLM_BASE_URL.", metavar="URL"),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="Chat model name. Env: MEMCTL_LLM_MODEL.", metavar="NAME"),
+    embed_provider: Optional[str] = typer.Option(None, "--embed-provider", help="hashing (default, offline) | stored | openai | sentence-transformers.", metavar="NAME"),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help="Freeze the clock (ISO 8601), for reproducible demos."),
+    traceback: bool = typer.Option(False, "--traceback", help="Show the full traceback of an unexpected error."),
+    log_format: str = typer.Option("text", "--log-format", help="text (human) or json (one object per event, on stderr).", metavar="FORMAT"),
+) -> None:
+    """Keep an AI agent memory store healthy."""
+    global _STATE
+    _STATE = state = State()
+    state.flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now}
+    state.config = str(config) if config else None
+    state.traceback = traceback
+    if log_format not in ("text", "json"):
+        raise typer.BadParameter("must be text or json", param_hint="--log-format")
+    state.log_format = log_format
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+class ConsoleReporter:
+    """Progress bars on a TTY, plain (or JSON) log lines otherwise."""
+
+    def __init__(self, state: State, quiet: bool) -> None:
+        self.state = state
+        self.quiet = quiet
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, label: str, total: Optional[int] = None) -> None:
+        if self.quiet or not total:
+            return
+        if err.is_terminal and self.state.log_format == "text" and total:
+            from rich.progress import Progress
+
+            self._progress = Progress(console=err, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(label, total=total)
+        else:
+            self.log(f"{label}: {total} unit(s) to apply")
+
+    def advance(self, amount: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, amount)
+
+    def finish(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def log(self, message: str) -> None:
+        if self.quiet:
+            return
+        if self.state.log_format == "json":
+            err.print(json.dumps({"event": "log", "time": datetime.now(timezone.utc).isoformat(), "message": message}), markup=False)
+        else:
+            err.print(message, markup=False)
+
+
+MAX_ROWS = 200
+
+
+def render_report(report: RunReport, as_json: bool, quiet: bool) -> None:
+    """Print a run report and exit with its code."""
+    code = report.exit_code
+    if as_json:
+        out.print_json(json.dumps(report.to_dict(), default=str))
+    elif not (quiet and code == 0):
+        if report.status == "dry-run":
+            for phase in report.phases:
+                _render_plan_table(phase)
+        _render_summary(report)
+    raise typer.Exit(code)
+
+
+def _render_plan_table(phase: Any) -> None:
+    table = Table(title=f"{phase.step_name} ({phase.phase}): {phase.message or phase.outcome}", title_justify="left")
+    table.add_column("record", no_wrap=True, min_width=44)
+    table.add_column("action")
+    table.add_column("reason", overflow="fold")
+    for kind, record, action, reason in phase.rows[:MAX_ROWS]:
+        table.add_row(f"{'note' if kind == 'AIAgentNote' else 'example'} {record}", action, reason)
+    if len(phase.rows) > MAX_ROWS:
+        table.caption = f"... and {len(phase.rows) - MAX_ROWS} more (use --plan-out for all of them)"
+    if phase.rows or phase.outcome == "failed":
+        out.print(table)
+    if phase.error:
+        out.print(f"  failed: {phase.error}", markup=False)
+
+
+def _render_summary(report: RunReport) -> None:
+    table = Table(title=f"{report.command}: {report.status}" + (f" (run {report.run_id})" if report.run_id and report.status != "dry-run" else ""), title_justify="left")
+    for column in ("phase", "outcome", "changed", "skipped", "details"):
+        table.add_column(column, overflow="fold")
+    for p in report.phases:
+        changed = str(len(p.rows)) + " planned" if report.status == "dry-run" else str(p.applied)
+        table.add_row(p.step_name, p.outcome, changed, str(len(p.skipped)) if p.skipped else "", p.error or p.message)
+    if report.phases:
+        out.print(table)
+    for record, why in report.phases and [s for p in report.phases for s in p.skipped][:20] or []:
+        out.print(f"  skipped {record}: {why}", markup=False)
+    out.print(report.message, markup=False)
+
+
+def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport]) -> None:
+    settings = state.settings()
+    reporter = ConsoleReporter(state, quiet or as_json)
+    render_report(call(settings, reporter), as_json, quiet)
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def dream(
+    dry_run: DryRun = False,
+    force: bool = typer.Option(False, "--force", help="Run even if the maintenance gate is closed."),
+    plan_out: PlanOut = None,
+    shard: Shard = None,
+    agent: Agent = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Run the nightly pass: consolidate, contradictions, prune, archive (gated, locked, recorded)."""
+    options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
+    _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r))
+
+
+def _phase_command(name: str, doc: str) -> None:
+    @guarded
+    def command(
+        dry_run: DryRun = False,
+        agent: Agent = None,
+        plan_out: PlanOut = None,
+        shard: Shard = None,
+        as_json: AsJson = False,
+        quiet: Quiet = False,
+    ) -> None:
+        options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
+        _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r))
+
+    command.__doc__ = doc
+    command.__name__ = name
+    app.command(name=name)(command)
+
+
+_phase_command("consolidate", "Merge clusters of similar notes into one note each (phase 1; not gated).")
+_phase_command("contradictions", "Find contradicting notes and revoke the less authoritative one (phase 2; not gated).")
+_phase_command("prune", "Archive notes whose agent, user, company or conversation is gone (phase 3; not gated).")
+_phase_command("archive", "Archive expired notes and examples, and stale auto-generated ones (phase 4; not gated).")
+
+
+@app.command("apply")
+@guarded
+def apply_command(plan: Path = typer.Argument(..., help="A plan saved with --plan-out.", metavar="PLAN.json"), as_json: AsJson = False, quiet: Quiet = False) -> None:
+    """Apply a saved plan exactly; actions whose records changed since planning are skipped."""
+    _run(_state(), as_json, quiet, lambda s, r: api.apply_plan(s, str(plan), reporter=r))
+
+
+@app.command()
+@guarded
+def undo(
+    run_id: str = typer.Argument(..., help="The run to reverse (see `memctl runs list`).", metavar="RUN_ID"),
+    dry_run: DryRun = False,
+    force: bool = typer.Option(False, "--force", help="Overwrite records changed since the run."),
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Put back every record a run changed (refuses records changed since, unless --force)."""
+    _run(_state(), as_json, quiet, lambda s, r: api.undo(s, run_id, dry_run=dry_run, force=force, reporter=r))
+
+
+@app.command()
+@guarded
+def verify(as_json: AsJson = False) -> None:
+    """Check the store's invariants; exit 1 listing every breach."""
+    from memctl.verify import verify as check
+
+    breaches = check(api.open_store(_state().settings()))
+    if as_json:
+        out.print_json(json.dumps({"ok": not breaches, "breaches": [b.__dict__ for b in breaches]}))
+    elif breaches:
+        for b in breaches:
+            out.print(f"BREACH {b.rule}: {b.record}: {b.detail}", markup=False)
+        out.print(f"{len(breaches)} breach(es)")
+    else:
+        out.print("ok: every invariant holds")
+    raise typer.Exit(1 if breaches else 0)
+
+
+@app.command()
+@guarded
+def orient(as_json: AsJson = False) -> None:
+    """Summarise the store (read-only): counts, partitions, last run, gate state."""
+    from memctl.orient import orient as summarise
+
+    settings = _state().settings()
+    view = summarise(api.open_store(settings), settings)
+    if as_json:
+        out.print_json(json.dumps(view.to_dict(), default=str))
+        return
+    out.print(f"store: {settings.masked_db_url}", markup=False)
+    table = Table(title="records by status", title_justify="left")
+    table.add_column("status")
+    table.add_column("notes", justify="right")
+    table.add_column("examples", justify="right")
+    for status in sorted(set(view.notes_by_status) | set(view.examples_by_status)):
+        table.add_row(status, str(view.notes_by_status.get(status, 0)), str(view.examples_by_status.get(status, 0)))
+    out.print(table)
+    agents = Table(title="active notes by agent", title_justify="left")
+    for column in ("agent", "name", "notes"):
+        agents.add_column(column)
+    for agent_id, name, count in view.active_notes_by_agent[:20]:
+        agents.add_row(agent_id, name, str(count))
+    out.print(agents)
+    out.print("active notes by type: " + (", ".join(f"{k} {v}" for k, v in view.active_notes_by_type.items()) or "none"), markup=False)
+    out.print(f"partitions with active notes: {view.partitions} (largest: {', '.join(map(str, view.largest_partitions)) or '-'})", markup=False)
+    last = view.last_run
+    out.print("last run: " + (f"{last['name']} {last['status']} at {last['startedAt']} ({last['id']})" if last else "none"), markup=False)
+    out.print(f"gate: {'open' if view.gate['open'] else 'closed'} ({view.gate['reason']})", markup=False)
+    if view.open_reviews:
+        out.print(f"contradictions awaiting review: {view.open_reviews} (memctl review)", markup=False)
+
+
+@db_app.command("upgrade")
+@guarded
+def db_upgrade(
+    sql: bool = typer.Option(False, "--sql", help="Print the DDL instead of running it (Alembic offline mode)."),
+    dialect: Optional[str] = typer.Option(None, "--dialect", help="With --sql: sqlite, postgresql or mssql (default: the configured database's).", metavar="NAME"),
+) -> None:
+    """Create or upgrade the schema (adopting an existing MemberJunction database)."""
+    from sqlalchemy.engine import make_url
+
+    from memctl.store import schema
+
+    settings = _state().settings()
+    if sql:
+        name = dialect or make_url(settings.db_url).get_backend_name()
+        sys.stdout.write(schema.upgrade_sql(name, settings.db_schema))
+        return
+    if dialect:
+        raise UsageError("--dialect only goes with --sql")
+    engine = api.open_store(settings, migrate=False)
+    before, after = schema.upgrade(engine, settings)
+    if before == after:
+        out.print(f"{settings.masked_db_url}: already at revision {after}", markup=False)
+    else:
+        out.print(f"{settings.masked_db_url}: upgraded {before or '(empty)'} -> {after}", markup=False)
+
+
+@db_app.command("current")
+@guarded
+def db_current() -> None:
+    """Show the schema revision of the database and the one this memctl ships."""
+    from memctl.store import schema
+
+    settings = _state().settings()
+    engine = api.open_store(settings, migrate=False)
+    with engine.connect() as conn:
+        revision = schema.current_revision(conn, settings.db_schema)
+    head = schema.head_revision()
+    state = "at head" if revision == head else "behind: run `memctl db upgrade`"
+    out.print(f"{settings.masked_db_url}: revision {revision or '(none)'} (head {head}, {state})", markup=False)
+
+
+@runs_app.command("list")
+@guarded
+def runs_list(limit: int = typer.Option(20, "--limit", help="How many runs to show, newest first."), as_json: AsJson = False) -> None:
+    """List the newest runs."""
+    from memctl.orient import list_runs
+
+    runs = list_runs(api.open_store(_state().settings()), limit)
+    if as_json:
+        out.print_json(json.dumps(runs, default=str))
+        return
+    table = Table()
+    for column in ("run", "command", "status", "started", "seconds", "message"):
+        table.add_column(column, overflow="fold")
+    for r in runs:
+        table.add_row(r["id"], r["name"], r["status"], r["startedAt"] or "", str(r["seconds"] or ""), (r["error"] or r["message"] or "")[:200])
+    out.print(table)
+
+
+@runs_app.command("show")
+@guarded
+def runs_show(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run ID (or a unique prefix)."), as_json: AsJson = False) -> None:
+    """Show a run and its steps, with their input and output data."""
+    from memctl.orient import show_run
+
+    run, steps = show_run(api.open_store(_state().settings()), run_id)
+    if as_json:
+        out.print_json(json.dumps({"run": run, "steps": [s.to_dict() for s in steps]}, default=str))
+        return
+    tree = Tree(f"{run['name']}  {run['status']}  {run['startedAt']}  ({run['id']})")
+
+    def add(node: Tree, step: Any) -> None:
+        branch = node.add(f"{step.number}. {step.name} [{step.step_type}] {step.status}" + (f" - {step.error}" if step.error else ""))
+        if step.input:
+            branch.add("input: " + json.dumps(step.input, default=str))
+        if step.output:
+            branch.add("output: " + json.dumps(step.output, default=str))
+        for child in step.children:
+            add(branch, child)
+
+    for step in steps:
+        add(tree, step)
+    out.print(tree)
+    if run["message"]:
+        out.print(run["message"], markup=False)
+
+
+@app.command("import")
+@guarded
+def import_command(file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl")) -> None:
+    """Import records (all or nothing; a bad line is reported with its number)."""
+    from memctl.transfer import import_records
+
+    settings = _state().settings()
+    counts = import_records(api.open_store(settings), file, settings.current_time())
+    out.print("imported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)
+
+
+@app.command("export")
+@guarded
+def export_command(
+    file: Optional[Path] = typer.Argument(None, help="Where to write (default: standard output).", metavar="[FILE.jsonl]"),
+    kind: Optional[list[str]] = typer.Option(None, "--kind", help="Only this kind (repeatable): company, user, conversation, agent, note_type, note, example, run, run_step."),
+) -> None:
+    """Export records as JSON lines (export -> import into an empty store reproduces it)."""
+    from memctl.transfer import export_records
+
+    engine = api.open_store(_state().settings())
+    if file is None:
+        export_records(engine, sys.stdout, kind or None)
+        return
+    tmp = file.with_name(file.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        counts = export_records(engine, handle, kind or None)
+    tmp.replace(file)
+    err.print("exported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)
+
+
+@app.command()
+@guarded
+def demo(
+    directory: Path = typer.Option(Path("demo"), "--dir", help="Folder for the demo store (created; an old demo store there is replaced)."),
+    as_json: AsJson = False,
+) -> None:
+    """Seed a fresh SQLite store with planted problems and dream it (offline)."""
+    from memctl.demo import run_demo
+
+    report = run_demo(directory, out if not as_json else None)
+    if as_json:
+        out.print_json(json.dumps(report.to_dict(), default=str))
+    raise typer.Exit(report.exit_code)
+
+
+def main() -> None:
+    """Entry point of the `memctl` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

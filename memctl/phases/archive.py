@@ -1,0 +1,169 @@
+"""Phase 4, archive expired items (DESIGN 4.4, seed US4, FR-040..044; absorbs MJ's cleanup agent).
+
+- Notes and examples: active, auto-generated, ExpiresAt in the past -> archived ("Expired").
+- Notes: active, auto-generated, not accessed within the agent's NoteRetentionDays (default 90;
+  a never-accessed note is judged by its created date) -> archived ("Stale (N days ...)").
+- Examples: active, auto-generated, SuccessScore < 50, not accessed within the agent's
+  ExampleRetentionDays (default 180) -> archived ("Stale low-score (N days ...)").
+- Per agent: retention days are used when > 0; AutoArchiveEnabled = false switches retention
+  archival off for that agent (expiry still applies). Manual items, Immutable and Protected
+  notes are never archived (FR-043).
+
+The database does the coarse filtering (status, auto-generated, expired or older than the
+shortest retention in force); the per-agent rule is applied here, to rows in batches.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Mapping, Optional
+
+import sqlalchemy as sa
+
+from memctl.phases.base import Overlay, PhaseContext
+from memctl.phases.common import agent_filter, archive_units, in_shard, plural
+from memctl.plan import GUARD_COLUMNS, PhasePlan
+from memctl.records import record_row
+from memctl.settings import Settings
+from memctl.store import models as m
+from memctl.store.engine import read
+
+NAME = "archive"
+STEP_NAME = "Archive Expired Items"
+SCOPE_COLUMNS = ("AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes")
+
+
+class Retention:
+    """Per-agent retention: days for notes and examples, and whether retention archival is on."""
+
+    def __init__(self, agents: Mapping[str, Mapping[str, Any]], settings: Settings) -> None:
+        self.agents = agents
+        self.settings = settings
+
+    def _agent(self, agent_id: Optional[str]) -> Optional[Mapping[str, Any]]:
+        return None if agent_id is None else self.agents.get(str(agent_id).lower())
+
+    def enabled(self, agent_id: Optional[str]) -> bool:
+        agent = self._agent(agent_id)
+        return True if agent is None else bool(agent["AutoArchiveEnabled"])
+
+    def note_days(self, agent_id: Optional[str]) -> int:
+        agent = self._agent(agent_id)
+        days = agent["NoteRetentionDays"] if agent is not None else None
+        return days if days and days > 0 else self.settings.note_retention_days
+
+    def example_days(self, agent_id: Optional[str]) -> int:
+        agent = self._agent(agent_id)
+        days = agent["ExampleRetentionDays"] if agent is not None else None
+        return days if days and days > 0 else self.settings.example_retention_days
+
+
+def last_use(row: Mapping[str, Any]) -> datetime:
+    """Return when a row was last accessed, or created if it never was."""
+    return row["LastAccessedAt"] or row["__mj_CreatedAt"]
+
+
+def note_verdict(row: Mapping[str, Any], retention: Retention, now: datetime) -> Optional[tuple[str, str]]:
+    """Return (reason key, comment) when a note is to be archived, else None."""
+    if row["ExpiresAt"] is not None and row["ExpiresAt"] <= now:
+        return "notesExpired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
+    if not retention.enabled(row["AgentID"]):
+        return None
+    days = retention.note_days(row["AgentID"])
+    idle = now - last_use(row)
+    if idle > timedelta(days=days):
+        return "notesStale", f"Archived: Stale ({idle.days} days without access; retention {days} days)"
+    return None
+
+
+def example_verdict(row: Mapping[str, Any], retention: Retention, now: datetime, low_score: float) -> Optional[tuple[str, str]]:
+    """Return (reason key, comment) when an example is to be archived, else None."""
+    if row["ExpiresAt"] is not None and row["ExpiresAt"] <= now:
+        return "examplesExpired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
+    if row["SuccessScore"] is None or float(row["SuccessScore"]) >= low_score or not retention.enabled(row["AgentID"]):
+        return None
+    days = retention.example_days(row["AgentID"])
+    idle = now - last_use(row)
+    if idle > timedelta(days=days):
+        return "examplesStale", f"Archived: Stale low-score (SuccessScore {float(row['SuccessScore']):g}; {idle.days} days without access; retention {days} days)"
+    return None
+
+
+class ArchivePhase:
+    """Archive expired notes and examples, and stale auto-generated ones."""
+
+    name = NAME
+    step_name = STEP_NAME
+
+    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        now = ctx.now
+        with read(ctx.engine) as conn:
+            agents = load_agents(conn)
+            retention = Retention(agents, ctx.settings)
+            shortest_note = min([retention.note_days(a) for a in agents] + [ctx.settings.note_retention_days])
+            shortest_example = min([retention.example_days(a) for a in agents] + [ctx.settings.example_retention_days])
+            notes = self._candidates(conn, m.note, ctx, now - timedelta(days=shortest_note), overlay)
+            examples = self._candidates(conn, m.example, ctx, now - timedelta(days=shortest_example), overlay)
+        notes.extend(self._added(overlay, ctx))
+
+        counts = {"notesExpired": 0, "notesStale": 0, "examplesExpired": 0, "examplesStale": 0}
+        note_actions, example_actions = [], []
+        for row in notes:
+            verdict = note_verdict(row, retention, now)
+            if verdict:
+                counts[verdict[0]] += 1
+                note_actions.append((row, "archive", verdict[1]))
+        for row in examples:
+            verdict = example_verdict(row, retention, now, ctx.settings.low_score_threshold)
+            if verdict:
+                counts[verdict[0]] += 1
+                example_actions.append((row, "archive", verdict[1]))
+
+        plan = PhasePlan(
+            phase=NAME,
+            step_name=STEP_NAME,
+            units=archive_units("AIAgentNote", note_actions) + archive_units("AIAgentExample", example_actions),
+            input={"agentsChecked": len(agents), "notesChecked": len(notes), "examplesChecked": len(examples)},
+            output=counts,
+        )
+        total = len(note_actions) + len(example_actions)
+        if total == 0:
+            plan.outcome = "no items"
+            plan.message = "nothing expired or stale"
+        else:
+            plan.message = f"{plural(len(note_actions), 'note')} and {plural(len(example_actions), 'example')} to archive"
+        return plan
+
+    @staticmethod
+    def _candidates(conn: sa.Connection, table: sa.Table, ctx: PhaseContext, oldest_allowed: datetime, overlay: Overlay) -> list[Mapping[str, Any]]:
+        name = table.name
+        columns = dict.fromkeys(("ID", *GUARD_COLUMNS[name], "AgentID", "__mj_CreatedAt", *SCOPE_COLUMNS))
+        used = sa.func.coalesce(table.c.LastAccessedAt, table.c["__mj_CreatedAt"])
+        conditions = [
+            table.c.Status == "Active",
+            table.c.IsAutoGenerated == sa.true(),
+            sa.or_(table.c.ExpiresAt <= ctx.now, used < oldest_allowed),
+            *agent_filter(table, ctx.scope),
+        ]
+        if name == "AIAgentNote":
+            conditions.append(table.c.ProtectionTier.not_in(("Immutable", "Protected")))
+        query = sa.select(*[table.c[c] for c in columns]).where(*conditions).order_by(table.c["__mj_CreatedAt"], table.c.ID)
+        return [r for r in conn.execute(query).mappings() if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
+
+    @staticmethod
+    def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:
+        rows = []
+        for note in overlay.added:
+            if note.id in overlay.removed or not note.is_auto_generated or note.protection_tier in ("Immutable", "Protected"):
+                continue
+            if ctx.scope.agent_id and (note.agent_id or "").lower() != ctx.scope.agent_id.lower():
+                continue
+            rows.append(record_row(note))
+        return rows
+
+
+def load_agents(conn: sa.Connection) -> dict[str, Mapping[str, Any]]:
+    """Return every agent's retention settings, keyed by lowercase ID (one query)."""
+    a = m.agent
+    query = sa.select(a.c.ID, a.c.NoteRetentionDays, a.c.ExampleRetentionDays, a.c.AutoArchiveEnabled)
+    return {str(r["ID"]).lower(): r for r in conn.execute(query).mappings()}

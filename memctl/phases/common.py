@@ -1,0 +1,84 @@
+"""Helpers the phases share: scope filters, batching, archive units, reference lookups."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memctl.phases.base import Scope
+from memctl.plan import Mutation, Unit, guard_of
+from memctl.records import note_record
+from memctl.similarity import partition_key, stable_hash
+
+T = TypeVar("T")
+CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    """Yield consecutive slices of at most `size` items."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def agent_filter(table: sa.Table, scope: Scope) -> list[sa.ColumnElement[bool]]:
+    """Return the SQL condition that limits rows to `--agent`, if given."""
+    return [table.c.AgentID == scope.agent_id] if scope.agent_id else []
+
+
+def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:
+    """Return whether a note or example row belongs to this invocation's shard.
+
+    A row's shard is its partition's stable hash mod n, so a partition and all of its rows are
+    handled by exactly one of n workers, whatever the phase.
+    """
+    if scope.shard is None:
+        return True
+    index, count = scope.shard
+    values = dict(row)
+    values.setdefault("PrimaryScopeEntityID", None)
+    values.setdefault("PrimaryScopeRecordID", None)
+    values.setdefault("SecondaryScopes", None)
+    values.setdefault("Type", "")
+    values.setdefault("Note", "")
+    return stable_hash(partition_key(note_record(values, with_vector=False))) % count == index
+
+
+def lookup_ids(conn: Connection, table: sa.Table, ids: Iterable[str], columns: Sequence[str] = ("ID",)) -> dict[str, Mapping[str, Any]]:
+    """Fetch the rows of `table` whose ID is in `ids`: one query per chunk of the IN-list."""
+    wanted = sorted({str(i).lower() for i in ids if i is not None})
+    found: dict[str, Mapping[str, Any]] = {}
+    for chunk in chunks(wanted):
+        query = sa.select(*[table.c[c] for c in columns]).where(table.c.ID.in_(chunk))
+        for row in conn.execute(query).mappings():
+            found[str(row["ID"]).lower()] = row
+    return found
+
+
+def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]], kind: str = "archive") -> list[Unit]:
+    """Build batches of independent archivals: (row, action, comment) -> non-atomic units."""
+    units = []
+    for number, batch in enumerate(chunks(list(rows)), start=1):
+        mutations = tuple(
+            Mutation(
+                table=table,
+                record_id=str(row["ID"]).lower(),
+                action=action,
+                values={"Status": "Archived"} if action == "archive" else {},
+                comment=comment,
+                guard=guard_of(table, row),
+            )
+            for row, action, comment in batch
+        )
+        units.append(Unit(kind=kind, key=f"{kind}:{table}:{number}", reason=f"{kind} batch {number}", mutations=mutations, atomic=False))
+    return units
+
+
+def plural(count: int, word: str) -> str:
+    """Return '1 note' / '2 notes'."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def optional_lower(value: Optional[str]) -> Optional[str]:
+    return None if value is None else str(value).lower()

@@ -1,0 +1,328 @@
+"""The pipeline every command runs: gate -> lock -> phases in order (plan, then apply) -> record.
+
+`execute` is the one place where phases are planned and applied, where run records are written
+and where a phase failure is contained (FR-004): a phase that raises is recorded Failed and the
+next phase still runs. Dry-runs go through the same code with a null recorder and without the
+apply step; the overlay lets later phases plan on the state the earlier plans would produce, so
+a dry-run shows what a real run would do, and its saved plan can be applied as previewed.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from memctl import lock as leases
+from memctl.errors import MemctlError
+from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
+from memctl.phases.base import Overlay, Phase, PhaseContext
+from memctl.plan import PhasePlan, Plan
+from memctl.recorder import NullRecorder, Recorder, RunRecorder
+from memctl.records import note_record
+from memctl.store import models as m
+from memctl.store.changes import ApplyContext, UnitOutcome, apply_unit, to_db_values
+from memctl.store.engine import read, scrub
+
+PHASE_ORDER = ("consolidate", "contradictions", "prune", "archive")
+GATE_STEP = "Check Maintenance Gate"
+
+
+@dataclass
+class PhaseReport:
+    """What one phase did (or would do, in a dry-run)."""
+
+    phase: str
+    step_name: str
+    outcome: str
+    message: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+    applied: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    error: Optional[str] = None
+    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "step": self.step_name,
+            "outcome": self.outcome,
+            "message": self.message,
+            "input": self.input,
+            "output": self.output,
+            "applied": self.applied,
+            "skipped": [{"record": r, "reason": why} for r, why in self.skipped],
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class RunReport:
+    """The result of one invocation."""
+
+    command: str
+    status: str  # completed | failed | skipped | locked | dry-run
+    message: str
+    run_id: Optional[str] = None
+    phases: list[PhaseReport] = field(default_factory=list)
+    gate: Optional[dict[str, Any]] = None
+    plan: Optional[Plan] = None
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == "failed" or any(p.outcome == "failed" for p in self.phases):
+            return 1
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "status": self.status,
+            "success": self.exit_code == 0,
+            "message": self.message,
+            "runId": self.run_id,
+            "gate": self.gate,
+            "phases": [p.to_dict() for p in self.phases],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class NotAvailablePhase:
+    """A phase that is not built yet: it plans nothing and says so."""
+
+    def __init__(self, name: str, step_name: str, why: str = "not available in this version of memctl") -> None:
+        self.name = name
+        self.step_name = step_name
+        self.why = why
+
+    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        return PhasePlan(phase=self.name, step_name=self.step_name, outcome="not available", message=self.why)
+
+
+class FixedPlanPhase:
+    """Replays a saved phase plan (`memctl apply`): apply never re-decides."""
+
+    def __init__(self, plan: PhasePlan) -> None:
+        self.name = plan.phase
+        self.step_name = plan.step_name
+        self._plan = plan
+
+    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        return self._plan
+
+
+def maintenance_phases() -> list[Phase]:
+    """Return the four maintenance phases in the fixed order (FR-001)."""
+    from memctl.phases import registry
+
+    return [registry.phase(name) for name in PHASE_ORDER]
+
+
+def simulate(plan: PhasePlan, overlay: Overlay) -> None:
+    """Fold a phase plan's effects into the overlay as if it had been applied (dry-run)."""
+    for unit in plan.units:
+        for mutation in unit.mutations:
+            if mutation.action == "insert":
+                values = to_db_values(m.note, mutation.values)
+                overlay.added.append(note_record(values))
+                overlay.created_by_run.add(mutation.record_id.lower())
+            elif mutation.values.get("Status") in ("Archived", "Revoked"):
+                overlay.removed.add(mutation.record_id.lower())
+
+
+def record_applied(plan: PhasePlan, outcomes: Sequence[UnitOutcome], overlay: Overlay) -> None:
+    """Remember which notes this run created (contradictions skip pairs of them)."""
+    for outcome in outcomes:
+        for mutation in outcome.applied:
+            if mutation.action == "insert":
+                overlay.created_by_run.add(mutation.record_id.lower())
+
+
+def execute(
+    ctx: PhaseContext,
+    command: str,
+    phases: Sequence[Phase],
+    *,
+    dry_run: bool = False,
+    gated: bool = False,
+    force: bool = False,
+    plan_out: Optional[str] = None,
+    run_name: Optional[str] = None,
+) -> RunReport:
+    """Run `phases` in order under the lock, recording everything; see the module docstring."""
+    started = time.monotonic()
+    settings = ctx.settings
+    run_name = run_name or command
+    plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
+
+    decision: Optional[GateDecision] = None
+    with read(ctx.engine) as conn:
+        if gated:
+            decision = check_gate(conn, settings, ctx.now, ctx.scope.shard)
+            ctx.last_maintenance_at = decision.last_completed_at
+        else:
+            ctx.last_maintenance_at = last_completed_maintenance(conn, ctx.scope.shard)
+    gate_info = None if decision is None else {**decision.as_dict(), "forced": force}
+    if decision is not None and not decision.open and not force:
+        report = RunReport(command, "skipped", f"gate closed: {decision.reason} (use --force to run anyway)", gate=gate_info)
+        if not dry_run:
+            recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX)
+            report.run_id = recorder.start_run()
+            recorder.record_step(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"})
+            recorder.finish_run(success=True, message=report.message, result=report.to_dict())
+        report.seconds = time.monotonic() - started
+        return report
+
+    lease: Optional[leases.Lease] = None
+    recorder: Recorder = NullRecorder()
+    if not dry_run:
+        run_recorder = RunRecorder(ctx.engine, settings.current_time, run_name)
+        got = leases.acquire(ctx.engine, ctx.scope.lock_name(), run_recorder.run_id, settings.lease_seconds, settings.current_time)
+        if isinstance(got, leases.LeaseRefused):
+            return RunReport(
+                command, "locked",
+                f"the store is locked by {got.holder} (run {got.run_id}, lease until {got.expires_at}); nothing done",
+                gate=gate_info, seconds=time.monotonic() - started,
+            )
+        lease = got
+        lease.keep_alive()
+        recorder = run_recorder
+        try:
+            run_recorder.start_run()
+        except BaseException:
+            lease.release()
+            raise
+
+    report = RunReport(command, "dry-run" if dry_run else "completed", "", run_id=recorder.run_id, gate=gate_info, plan=plan)
+    try:
+        if gate_info is not None:
+            step = recorder.start_step(GATE_STEP, "Decision", _gate_input(settings, force))
+            recorder.finish_step(step, success=True, output_data={**gate_info, "outcome": "forced" if (force and not decision.open) else "open"})  # type: ignore[union-attr]
+        overlay = Overlay()
+        for phase in phases:
+            report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, dry_run))
+        failed = [p.phase for p in report.phases if p.outcome == "failed"]
+        report.status = "dry-run" if dry_run else ("failed" if failed else "completed")
+        report.message = _summary(report, failed)
+        if plan_out:
+            plan.save(plan_out)
+    except BaseException as exc:
+        report.status = "failed"
+        report.message = f"aborted: {scrub(str(exc), settings) or type(exc).__name__}"
+        recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
+        raise
+    finally:
+        if lease is not None:
+            lease.release()
+    report.seconds = time.monotonic() - started
+    recorder.finish_run(success=report.exit_code == 0, message=report.message, result=report.to_dict())
+    return report
+
+
+def _gate_input(settings: Any, force: bool) -> dict[str, Any]:
+    return {"gateHours": settings.gate_hours, "gateMinNewNotes": settings.gate_min_new_notes, "force": force}
+
+
+def _summary(report: RunReport, failed: list[str]) -> str:
+    parts = []
+    for p in report.phases:
+        if p.outcome == "failed":
+            parts.append(f"{p.phase}: FAILED")
+        elif p.outcome in ("not available", "skipped", "no items"):
+            parts.append(f"{p.phase}: {p.outcome}")
+        else:
+            changed = p.applied if report.status != "dry-run" else len(p.rows)
+            parts.append(f"{p.phase}: {changed} {'planned' if report.status == 'dry-run' else 'changed'}" + (f", {len(p.skipped)} skipped" if p.skipped else ""))
+    return "; ".join(parts) + (f" ({', '.join(failed)} failed)" if failed else "")
+
+
+def _run_phase(
+    ctx: PhaseContext,
+    phase: Phase,
+    overlay: Overlay,
+    recorder: Recorder,
+    lease: Optional[leases.Lease],
+    plan: Plan,
+    dry_run: bool,
+) -> PhaseReport:
+    started = time.monotonic()
+    report = PhaseReport(phase.name, phase.step_name, "planned")
+    step_id = recorder.start_step(phase.step_name, "Decision")
+    try:
+        phase_plan = phase.plan(ctx, overlay)
+        plan.phases.append(phase_plan)
+        report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message
+        report.rows = phase_plan.rows()
+        if phase_plan.outcome == "failed":
+            raise PhaseError(phase_plan.error or phase_plan.message or "planning failed")
+        if dry_run:
+            simulate(phase_plan, overlay)
+            report.outcome = phase_plan.outcome
+        else:
+            outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
+            record_applied(phase_plan, outcomes, overlay)
+            report.applied = sum(len(o.applied) for o in outcomes)
+            report.skipped = [s for o in outcomes for s in o.skipped]
+            report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
+            _record_children(recorder, phase_plan, outcomes, step_id)
+        report.seconds = time.monotonic() - started
+        output = {**report.output, "outcome": report.outcome, "applied": report.applied, "skippedChanged": len(report.skipped), "seconds": round(report.seconds, 3)}
+        if report.skipped:
+            output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
+        _finish(recorder, step_id, report.input, output, success=True)
+    except Exception as exc:  # noqa: BLE001 - FR-004: a failing phase must not stop the next one
+        report.outcome = "failed"
+        report.error = scrub(f"{type(exc).__name__}: {exc}" if not isinstance(exc, MemctlError) else str(exc), ctx.settings)
+        report.seconds = time.monotonic() - started
+        detail = scrub("".join(traceback.format_exception_only(type(exc), exc)).strip(), ctx.settings)
+        ctx.reporter.log(f"{phase.name} failed: {report.error}")
+        try:
+            _finish(recorder, step_id, report.input, {**report.output, "outcome": "failed", "applied": report.applied}, success=False, error=detail)
+        except Exception:  # noqa: BLE001 - the database may be what failed; the run row says the rest
+            pass
+    return report
+
+
+def _finish(recorder: Recorder, step_id: Optional[str], input_data: dict, output: dict, *, success: bool, error: Optional[str] = None) -> None:
+    recorder.finish_step(step_id, success=success, output_data=output, error=error, input_data=input_data)
+
+
+class PhaseError(MemctlError):
+    """A phase could not do its work (recorded as a Failed step; the run exits 1)."""
+
+    exit_code = 1
+
+
+def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Optional[str], lease: Optional[leases.Lease]) -> list[UnitOutcome]:
+    assert recorder.run_id is not None
+    apply_ctx = ApplyContext(ctx.engine, recorder.run_id, step_id, ctx.now)
+    outcomes = []
+    ctx.reporter.start(plan.step_name, total=len(plan.units))
+    try:
+        for unit in plan.units:
+            if lease is not None and lease.lost.is_set():
+                raise PhaseError("the run lost its lease (another process took it over); stopping before the next unit")
+            outcomes.append(apply_unit(apply_ctx, unit))
+            ctx.reporter.advance()
+    finally:
+        ctx.reporter.finish()
+    return outcomes
+
+
+def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str]) -> None:
+    by_key = {o.key: o for o in outcomes}
+    for child in plan.children:
+        output = dict(child.output)
+        outcome = by_key.get(child.unit_key) if child.unit_key else None
+        if outcome is not None:
+            output["applied"] = outcome.fully_applied
+            if outcome.skipped:
+                output["skipped"] = [{"record": r, "reason": why} for r, why in outcome.skipped]
+        success = child.success and (outcome is None or outcome.fully_applied)
+        step = recorder.start_step(child.name, child.step_type, child.input, parent_id=step_id)
+        recorder.finish_step(step, success=success, output_data=output, error=child.error)

@@ -1,0 +1,159 @@
+"""Write AIAgentRun / AIAgentRunStep records, each in its own short transaction.
+
+A step is committed when it starts and again when it ends, so a phase that crashes still leaves
+its Running or Failed step behind for `memctl runs show` and for the next run's lease takeover.
+A dry-run uses `NullRecorder`: it records nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Optional, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from memctl.store import models as m
+from memctl.store.engine import write
+
+Clock = Callable[[], datetime]
+
+
+def to_json(data: Any) -> Optional[str]:
+    """Serialise step/run data as compact, stable JSON (None stays None)."""
+    if data is None:
+        return None
+    return json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+
+
+class Recorder(Protocol):
+    """What the pipeline needs from a run recorder."""
+
+    run_id: Optional[str]
+
+    def start_step(self, name: str, step_type: str = "Decision", input_data: Any = None, parent_id: Optional[str] = None) -> Optional[str]: ...
+
+    def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None: ...
+
+    def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None: ...
+
+
+@dataclass
+class NullRecorder:
+    """Records nothing (dry-run)."""
+
+    run_id: Optional[str] = None
+
+    def start_step(self, name: str, step_type: str = "Decision", input_data: Any = None, parent_id: Optional[str] = None) -> Optional[str]:
+        return None
+
+    def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None:
+        return None
+
+    def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None:
+        return None
+
+
+def ensure_memctl_agent(conn: sa.Connection, now: datetime) -> None:
+    """Create the AIAgent row that owns memctl's runs, when it is missing."""
+    exists = conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == m.MEMCTL_AGENT_ID)).first()
+    if exists is None:
+        conn.execute(
+            m.agent.insert().values(
+                ID=m.MEMCTL_AGENT_ID, Name=m.MEMCTL_AGENT_NAME, Status="Active", AutoArchiveEnabled=False,
+                __mj_CreatedAt=now, __mj_UpdatedAt=now,
+            )
+        )
+
+
+class RunRecorder:
+    """Records one AIAgentRun and its steps."""
+
+    def __init__(self, engine: Engine, clock: Clock, run_name: str, run_id: Optional[str] = None) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.run_name = run_name
+        self.run_id: Optional[str] = run_id or str(uuid.uuid4())
+        self._step_number = 0
+        self._mutex = threading.Lock()
+
+    def start_run(self, message: Optional[str] = None) -> str:
+        """Insert the run row (Status Running) and return its ID."""
+        now = self.clock()
+        with write(self.engine) as conn:
+            ensure_memctl_agent(conn, now)
+            conn.execute(
+                m.run.insert().values(
+                    ID=self.run_id, AgentID=m.MEMCTL_AGENT_ID, RunName=self.run_name, Status="Running",
+                    StartedAt=now, Message=message, __mj_CreatedAt=now, __mj_UpdatedAt=now,
+                )
+            )
+        assert self.run_id is not None
+        return self.run_id
+
+    def start_step(self, name: str, step_type: str = "Decision", input_data: Any = None, parent_id: Optional[str] = None) -> str:
+        with self._mutex:
+            self._step_number += 1
+            number = self._step_number
+        step_id = str(uuid.uuid4())
+        now = self.clock()
+        with write(self.engine) as conn:
+            conn.execute(
+                m.run_step.insert().values(
+                    ID=step_id, AgentRunID=self.run_id, ParentID=parent_id, StepNumber=number, StepType=step_type,
+                    StepName=name, Status="Running", StartedAt=now, InputData=to_json(input_data),
+                    __mj_CreatedAt=now, __mj_UpdatedAt=now,
+                )
+            )
+        return step_id
+
+    def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None:
+        """Close a step; `input_data`, when given, replaces what the step started with."""
+        if step_id is None:
+            return
+        now = self.clock()
+        values = {
+            "Status": "Completed" if success else "Failed", "Success": success, "CompletedAt": now,
+            "OutputData": to_json(output_data), "ErrorMessage": error, "__mj_UpdatedAt": now,
+        }
+        if input_data is not None:
+            values["InputData"] = to_json(input_data)
+        with write(self.engine) as conn:
+            conn.execute(m.run_step.update().where(m.run_step.c.ID == step_id).values(**values))
+
+    def record_step(self, name: str, step_type: str, input_data: Any, output_data: Any, *, success: bool = True, error: Optional[str] = None, parent_id: Optional[str] = None) -> str:
+        """Write a step that is already finished."""
+        step_id = self.start_step(name, step_type, input_data, parent_id)
+        self.finish_step(step_id, success=success, output_data=output_data, error=error)
+        return step_id
+
+    def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None:
+        now = self.clock()
+        with write(self.engine) as conn:
+            conn.execute(
+                m.run.update()
+                .where(m.run.c.ID == self.run_id)
+                .values(
+                    Status=status or ("Completed" if success else "Failed"), Success=success, CompletedAt=now,
+                    Message=message, Result=to_json(result), ErrorMessage=error, __mj_UpdatedAt=now,
+                )
+            )
+
+
+def close_dead_run(conn: sa.Connection, run_id: str, now: datetime, why: str) -> int:
+    """Mark a run that died while Running (and its open steps) as Failed; return rows changed."""
+    changed = conn.execute(
+        m.run.update()
+        .where(m.run.c.ID == run_id, m.run.c.Status == "Running")
+        .values(Status="Failed", Success=False, CompletedAt=now, ErrorMessage=why, __mj_UpdatedAt=now)
+    ).rowcount
+    conn.execute(
+        m.run_step.update()
+        .where(m.run_step.c.AgentRunID == run_id, m.run_step.c.Status == "Running")
+        .values(Status="Failed", Success=False, CompletedAt=now, ErrorMessage=why, __mj_UpdatedAt=now)
+    )
+    return changed
