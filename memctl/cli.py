@@ -107,7 +107,7 @@ def _scrub(state: State, text: str) -> str:
 
 def _error(state: State, message: str, code: int) -> None:
     if state.log_format == "json":
-        err.print_json(json.dumps({"event": "error", "exitCode": code, "message": message}))
+        err.print(json.dumps({"event": "error", "exitCode": code, "message": message}), markup=False, soft_wrap=True)
     else:
         err.print(f"memctl: error: {message}", markup=False)
 
@@ -119,7 +119,9 @@ Agent = Annotated[Optional[str], typer.Option("--agent", help="Limit the work to
 PlanOut = Annotated[Optional[str], typer.Option("--plan-out", help="Save the plan as JSON, to apply later with `memctl apply`.", metavar="FILE")]
 Shard = Annotated[Optional[str], typer.Option("--shard", help="Work on shard i of n (partitions whose stable hash mod n is i).", metavar="i/n")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON summary.")]
+MetricsFile = Annotated[Optional[Path], typer.Option("--metrics-file", help="Write Prometheus metrics of the run here (node_exporter textfile collector), atomically.", metavar="FILE")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (cron mails only on failure).")]
+MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask the judge about at most N uncached pairs (max_pairs, default 50).", metavar="N")]
 
 
 @app.callback()
@@ -167,7 +169,7 @@ class ConsoleReporter:
             self._progress.start()
             self._task = self._progress.add_task(label, total=total)
         else:
-            self.log(f"{label}: {total} unit(s) to apply")
+            self.log(f"{label}: {total} item(s)")
 
     def advance(self, amount: int = 1) -> None:
         if self._progress is not None:
@@ -188,6 +190,7 @@ class ConsoleReporter:
 
 
 MAX_ROWS = 200
+RECORD_LABELS = {"AIAgentNote": "note", "AIAgentExample": "example", "memctl_review": "review"}
 
 
 def render_report(report: RunReport, as_json: bool, quiet: bool) -> None:
@@ -209,7 +212,7 @@ def _render_plan_table(phase: Any) -> None:
     table.add_column("action")
     table.add_column("reason", overflow="fold")
     for kind, record, action, reason in phase.rows[:MAX_ROWS]:
-        table.add_row(f"{'note' if kind == 'AIAgentNote' else 'example'} {record}", action, reason)
+        table.add_row(f"{RECORD_LABELS.get(kind, kind)} {record}", action, reason)
     if len(phase.rows) > MAX_ROWS:
         table.caption = f"... and {len(phase.rows) - MAX_ROWS} more (use --plan-out for all of them)"
     if phase.rows or phase.outcome == "failed":
@@ -232,10 +235,17 @@ def _render_summary(report: RunReport) -> None:
     out.print(report.message, markup=False)
 
 
-def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport]) -> None:
+def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport], metrics_file: Optional[Path] = None) -> None:
     settings = state.settings()
     reporter = ConsoleReporter(state, quiet or as_json)
-    render_report(call(settings, reporter), as_json, quiet)
+    report = call(settings, reporter)
+    if metrics_file is not None:
+        from memctl import metrics
+
+        metrics.write(metrics_file, report)
+    if state.log_format == "json":
+        err.print(json.dumps({"event": "run", "time": datetime.now(timezone.utc).isoformat(), **report.to_dict()}, default=str), markup=False, soft_wrap=True)
+    render_report(report, as_json, quiet)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -249,12 +259,15 @@ def dream(
     plan_out: PlanOut = None,
     shard: Shard = None,
     agent: Agent = None,
+    max_pairs: MaxPairs = None,
+    metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
     """Run the nightly pass: consolidate, contradictions, prune, archive (gated, locked, recorded)."""
+    _state().flags["max_pairs"] = max_pairs
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r))
+    _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r), metrics_file)
 
 
 def _phase_command(name: str, doc: str) -> None:
@@ -264,11 +277,12 @@ def _phase_command(name: str, doc: str) -> None:
         agent: Agent = None,
         plan_out: PlanOut = None,
         shard: Shard = None,
+        metrics_file: MetricsFile = None,
         as_json: AsJson = False,
         quiet: Quiet = False,
     ) -> None:
         options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-        _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r))
+        _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r), metrics_file)
 
     command.__doc__ = doc
     command.__name__ = name
@@ -276,7 +290,26 @@ def _phase_command(name: str, doc: str) -> None:
 
 
 _phase_command("consolidate", "Merge clusters of similar notes into one note each (phase 1; not gated).")
-_phase_command("contradictions", "Find contradicting notes and revoke the less authoritative one (phase 2; not gated).")
+
+
+@app.command("contradictions")
+@guarded
+def contradictions(
+    dry_run: DryRun = False,
+    agent: Agent = None,
+    plan_out: PlanOut = None,
+    shard: Shard = None,
+    max_pairs: MaxPairs = None,
+    metrics_file: MetricsFile = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Find contradicting notes and revoke the less authoritative one (phase 2; not gated)."""
+    _state().flags["max_pairs"] = max_pairs
+    options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
+    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "contradictions", options, reporter=r), metrics_file)
+
+
 _phase_command("prune", "Archive notes whose agent, user, company or conversation is gone (phase 3; not gated).")
 _phase_command("archive", "Archive expired notes and examples, and stale auto-generated ones (phase 4; not gated).")
 
@@ -391,6 +424,8 @@ def db_current() -> None:
         revision = schema.current_revision(conn, settings.db_schema)
     head = schema.head_revision()
     state = "at head" if revision == head else "behind: run `memctl db upgrade`"
+    if revision not in (None, head) and not schema.is_known(revision):
+        state = "unknown to this memctl: a newer memctl upgraded it"
     out.print(f"{settings.masked_db_url}: revision {revision or '(none)'} (head {head}, {state})", markup=False)
 
 
@@ -440,6 +475,55 @@ def runs_show(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run ID
         out.print(run["message"], markup=False)
 
 
+review_app = typer.Typer(help="List contradictions flagged for review, and settle them.")
+app.add_typer(review_app, name="review")
+
+
+@review_app.callback(invoke_without_command=True)
+@guarded
+def review_list(ctx: typer.Context, as_json: AsJson = False) -> None:
+    """List flagged, unresolved contradictions: both texts, created dates, access counts, reason."""
+    if ctx.invoked_subcommand is not None:
+        return
+    items = api.review_list(_state().settings())
+    if as_json:
+        out.print_json(json.dumps([item.to_dict() for item in items], default=str))
+        return
+    if not items:
+        out.print("no contradictions awaiting review", markup=False)
+        return
+    for item in items:
+        by_run = f" by run {item.run_id}" if item.run_id else ""
+        out.print(f"pair {item.id}  flagged {item.created_at:%Y-%m-%d %H:%M} UTC{by_run}", markup=False)
+        out.print(f"  reason: {item.reason}", markup=False)
+        for label, note_id, note in (("A", item.note_a_id, item.note_a), ("B", item.note_b_id, item.note_b)):
+            if note is None:
+                out.print(f"  {label} {note_id}  (no longer exists)", markup=False)
+                continue
+            tags = [note.status] if note.status != "Active" else []
+            tags += [note.protection_tier] if note.protection_tier != "Standard" else []
+            tags += [] if note.is_auto_generated else ["manual"]
+            shown = f"  [{', '.join(tags)}]" if tags else ""
+            out.print(f"  {label} {note.id}  created {note.created_at:%Y-%m-%d}  accessed {note.access_count}x  {note.type}{shown}", markup=False)
+            out.print(f"    {note.text}", markup=False)
+        out.print(f"  settle: memctl review resolve {item.id} --keep <A or B>   |   --dismiss (keep both)\n", markup=False)
+    out.print(f"{len(items)} pair(s) awaiting review", markup=False)
+
+
+@review_app.command("resolve")
+@guarded
+def review_resolve(
+    pair_id: str = typer.Argument(..., help="The flagged pair (see `memctl review`).", metavar="PAIR_ID"),
+    keep: Optional[str] = typer.Option(None, "--keep", help="The note to keep; the other one is revoked into it.", metavar="NOTE_ID"),
+    dismiss: bool = typer.Option(False, "--dismiss", help="Keep both notes and close the flag."),
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Settle a flagged pair: keep one note (the other is revoked) or dismiss the flag (recorded; undoable)."""
+    _run(_state(), as_json, quiet, lambda s, r: api.review_resolve(s, pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run, reporter=r))
+
+
 @app.command("import")
 @guarded
 def import_command(file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl")) -> None:
@@ -483,6 +567,35 @@ def demo(
     report = run_demo(directory, out if not as_json else None)
     if as_json:
         out.print_json(json.dumps(report.to_dict(), default=str))
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("eval")
+@guarded
+def eval_command(
+    only: Optional[str] = typer.Option(None, "--only", help="Measure one part only: consolidation or contradictions.", metavar="PART"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Cap the work: the first N personas and the first N labelled pairs.", metavar="N"),
+    as_json: AsJson = False,
+) -> None:
+    """Measure the configured LLM (or the offline provider), embedder and prompts on shipped labelled data.
+
+    Consolidation runs the real phase on a scratch copy of a labelled persona corpus; contradictions
+    asks the judge about labelled SICK and persona pairs. The operator's store is never opened.
+    Exit 1 when a part produced no figures (the phase failed, or no reply from the LLM was usable).
+    """
+    state = _state()
+    report = api.evaluate(state.settings(), only=only, limit=limit, reporter=ConsoleReporter(state, as_json))
+    if as_json:
+        out.print_json(json.dumps(report.to_dict(), default=str))
+        raise typer.Exit(report.exit_code)
+    out.print(f"judge {report.judge} ({report.provider}); prompt hashes " + ", ".join(f"{k} {v}" for k, v in report.prompts.items()), markup=False)
+    for title, rows in report.tables():
+        table = Table(title=title, title_justify="left", show_header=False)
+        table.add_column("metric")
+        table.add_column("value", overflow="fold")
+        for metric, value in rows:
+            table.add_row(metric, value)
+        out.print(table)
     raise typer.Exit(report.exit_code)
 
 

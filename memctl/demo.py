@@ -53,18 +53,20 @@ ACME, GLOBEX = "company:acme", "company:globex"
 ALICE, BOB, CAROL, DAVE, ERIN = "user:alice", "user:bob", "user:carol", "user:dave", "user:erin"
 
 NOTES = [
-    # near-duplicates: alice's summary preference, said five ways over a month
+    # near-duplicates: alice's summary preference, noted five times over a month, two with a detail
     DemoNote("alice-email-1", "Alice prefers a short email summary after each support call.", SUPPORT, 30, ALICE, ACME, access=3),
-    DemoNote("alice-email-2", "Alice prefers an email summary after every support call.", SUPPORT, 21, ALICE, ACME, access=2),
-    DemoNote("alice-email-3", "Alice prefers a short email summary after support calls, sent the same day.", SUPPORT, 14, ALICE, ACME, access=4),
-    DemoNote("alice-email-4", "After each support call Alice prefers a short summary by email.", SUPPORT, 6, ALICE, ACME, access=1),
-    DemoNote("alice-email-5", "Alice prefers a short email summary after each support call, with ticket numbers.", SUPPORT, 2, ALICE, ACME, access=5),
+    DemoNote("alice-email-2", "Alice prefers a short email summary after each support call.", SUPPORT, 21, ALICE, ACME, access=2),
+    DemoNote("alice-email-3", "Alice prefers a short email summary after each support call. Summaries should be sent the same day.", SUPPORT, 14, ALICE, ACME, access=4),
+    DemoNote("alice-email-4", "Alice prefers short email summaries after each support call.", SUPPORT, 6, ALICE, ACME, access=1),
+    DemoNote("alice-email-5", "Alice prefers a short email summary after each support call. Summaries should include the ticket numbers.", SUPPORT, 2, ALICE, ACME, access=5),
     # near-duplicates at company level (Acme's billing)
     DemoNote("acme-billing-1", "Acme Corp is billed monthly on the first business day.", SUPPORT, 40, None, ACME, type="Context", access=6),
-    DemoNote("acme-billing-2", "Acme Corp is billed monthly, on the first business day of the month.", SUPPORT, 25, None, ACME, type="Context", access=2),
-    DemoNote("acme-billing-3", "Acme Corp is billed monthly on the first business day; invoices go to finance.", SUPPORT, 9, None, ACME, type="Context", access=3),
-    # the same text for another user of the same agent and company: must never merge with alice's
+    DemoNote("acme-billing-2", "Acme Corp is billed monthly, on the first business day.", SUPPORT, 25, None, ACME, type="Context", access=2),
+    DemoNote("acme-billing-3", "Acme Corp is billed monthly on the first business day. Invoices go to the finance team.", SUPPORT, 9, None, ACME, type="Context", access=3),
+    # almost the same text for another user of the same agent and company: must never merge with alice's
     DemoNote("bob-email-1", "Bob prefers a short email summary after each support call.", SUPPORT, 12, BOB, ACME, access=2),
+    # a user-level note that a broader (company-level, Protected) note already states: absorbed into it
+    DemoNote("bob-pricing", "Do not discuss pricing with Acme's engineers.", SUPPORT, 5, BOB, ACME, type="Constraint", access=1),
     # contradictions: recency (14 days apart: the newer wins, whatever the access counts)
     DemoNote("alice-units-old", "Alice uses metric units.", SUPPORT, 20, ALICE, ACME, access=30),
     DemoNote("alice-units-new", "Alice uses imperial units.", SUPPORT, 6, ALICE, ACME, access=1),

@@ -40,6 +40,7 @@ class PhaseReport:
     input: dict[str, Any] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
     applied: int = 0
+    applied_by_action: dict[str, int] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     error: Optional[str] = None
     rows: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -54,6 +55,7 @@ class PhaseReport:
             "input": self.input,
             "output": self.output,
             "applied": self.applied,
+            "appliedByAction": self.applied_by_action,
             "skipped": [{"record": r, "reason": why} for r, why in self.skipped],
             "error": self.error,
             "seconds": round(self.seconds, 3),
@@ -157,6 +159,7 @@ def execute(
     """Run `phases` in order under the lock, recording everything; see the module docstring."""
     started = time.monotonic()
     settings = ctx.settings
+    ctx.dry_run = dry_run
     run_name = run_name or command
     plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
 
@@ -267,6 +270,8 @@ def _run_phase(
             outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
             record_applied(phase_plan, outcomes, overlay)
             report.applied = sum(len(o.applied) for o in outcomes)
+            for mutation in (mu for o in outcomes for mu in o.applied):
+                report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
             report.skipped = [s for o in outcomes for s in o.skipped]
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
             _record_children(recorder, phase_plan, outcomes, step_id)

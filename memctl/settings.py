@@ -43,6 +43,9 @@ class Settings:
     embed_base_url: Optional[str] = None
     embed_api_key: Optional[str] = None
     embed_batch_size: int = 256
+    #: the EmbeddingModelID (MJ AIModel ID) of the compute embedder's model, when the store keeps
+    #: vectors of that model: its stored vectors are then used as-is and notes memctl creates get one
+    embed_model_id: Optional[str] = None
 
     consolidate_threshold: Optional[float] = None
     contradiction_threshold: Optional[float] = None
@@ -50,6 +53,7 @@ class Settings:
     cluster_max_size: int = 7
     max_note_chars: int = 2000
     max_pairs: int = 50
+    offline_max_pairs: int = 5000
     confidence_floor: float = 0.7
     absorb: bool = True
 
@@ -80,6 +84,11 @@ class Settings:
     def is_embedded_default(self) -> bool:
         """Return whether the database is a SQLite file (upgraded automatically)."""
         return self.db_url.startswith("sqlite")
+
+    @property
+    def stored_model_id(self) -> Optional[str]:
+        """Return the EmbeddingModelID whose stored vectors memctl may use, if any."""
+        return self.embed_model if self.embed_provider == "stored" else self.embed_model_id
 
     @property
     def llm_configured(self) -> bool:
@@ -259,6 +268,7 @@ def _validate(s: Settings) -> None:
         ("cluster_min_size", s.cluster_min_size >= 2, "at least 2"),
         ("cluster_max_size", s.cluster_max_size >= s.cluster_min_size, "at least cluster_min_size"),
         ("max_pairs", s.max_pairs >= 0, "zero or more"),
+        ("offline_max_pairs", s.offline_max_pairs >= 0, "zero or more"),
         ("prune_cap", s.prune_cap >= 0, "zero or more"),
         ("llm_concurrency", s.llm_concurrency >= 1, "at least 1"),
         ("llm_max_retries", s.llm_max_retries >= 0, "zero or more"),
@@ -278,6 +288,8 @@ def _validate(s: Settings) -> None:
     for name, ok, expected in checks:
         if not ok:
             raise ConfigError(f"setting '{name}' must be {expected} (got {getattr(s, name)!r})")
+    if s.embed_provider == "stored" and not s.embed_model:
+        raise ConfigError("embed_provider 'stored' needs embed_model: the EmbeddingModelID the stored vectors were made with")
     if s.now is not None:
         try:
             parse_time(s.now)

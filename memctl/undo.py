@@ -69,7 +69,9 @@ class UndoPhase:
                 for row in conn.execute(sa.select(table).where(table.c.ID.in_(chunk))).mappings():
                     rows[str(row["ID"]).lower()] = row
             for mutation in mutations:
-                why = guard_mismatch(mutation.guard or {}, rows.get(mutation.record_id), table_name)
+                if mutation.guard is None:
+                    continue  # unguarded, as apply treats it (a review flag raised again)
+                why = guard_mismatch(mutation.guard, rows.get(mutation.record_id), table_name)
                 if why:
                     conflicts.append((mutation.record_id, why))
         return conflicts

@@ -47,6 +47,17 @@ def note_data(note: NoteRecord) -> dict[str, Any]:
     }
 
 
+def pair_data(note: NoteRecord) -> dict[str, Any]:
+    """Return what the contradiction prompt shows for `note`: no access count.
+
+    Authority is decided in code, so the model does not need it, and leaving it out keeps a
+    cached verdict valid while agents keep reading the notes (AccessCount changes on every read).
+    """
+    data = note_data(note)
+    del data["accessCount"]
+    return data
+
+
 class LLMJudge:
     """Answers the Judge questions by asking an LLM through an `LLMClient`. Thread-safe."""
 
@@ -79,7 +90,7 @@ class LLMJudge:
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
         """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
-        return self._ask("contradiction", [note_data(a), note_data(b)])
+        return self._ask("contradiction", [pair_data(a), pair_data(b)])
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
         """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""

@@ -80,6 +80,8 @@ class PhaseContext:
     scope: Scope = field(default_factory=Scope)
     reporter: Reporter = field(default_factory=NullReporter)
     last_maintenance_at: Optional[datetime] = None
+    #: a dry-run writes nothing at all, not even memctl's own caches
+    dry_run: bool = False
     services: dict[str, Any] = field(default_factory=dict)
 
     def service(self, name: str, factory: Callable[[], Any]) -> Any:

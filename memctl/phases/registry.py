@@ -14,6 +14,14 @@ STEP_NAMES = {
 
 def phase(name: str) -> Phase:
     """Return the phase called `name`."""
+    if name == "consolidate":
+        from memctl.phases.consolidate import ConsolidatePhase
+
+        return ConsolidatePhase()
+    if name == "contradictions":
+        from memctl.phases.contradictions import ContradictionPhase
+
+        return ContradictionPhase()
     if name == "prune":
         from memctl.phases.prune import PrunePhase
 
@@ -22,6 +30,4 @@ def phase(name: str) -> Phase:
         from memctl.phases.archive import ArchivePhase
 
         return ArchivePhase()
-    from memctl.pipeline import NotAvailablePhase
-
-    return NotAvailablePhase(name, STEP_NAMES[name])
+    raise KeyError(name)

@@ -24,7 +24,8 @@ from memctl.settings import parse_time
 from memctl.store import models as m
 from memctl.store.engine import write
 
-TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example}
+TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example, "memctl_review": m.review}
+REVIEW_TABLE = "memctl_review"
 CHUNK = 500  # IN-list size: well under SQL Server's ~2,100 parameters per statement
 
 # What each action may do to a row, checked at apply time whatever the plan says.
@@ -34,9 +35,27 @@ SETTABLE = {
     "revoke": {"Status", "ConsolidatedIntoNoteID"},
     "resolve": {"Status", "ConsolidatedIntoNoteID"},
     "annotate": set(),
+    "check": set(),
     "restore": {"Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt"},
 }
 CHANGE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
+
+# memctl_review holds contradictions flagged for an operator. A flag is part of a plan like any
+# mutation (so a dry-run writes none and a saved plan raises it when applied), and it is logged,
+# so `undo` removes the flags a run raised and reopens the pairs an operator settled.
+REVIEW_STATUSES = ("Open", "Resolved", "Dismissed")
+REVIEW_SETTABLE = {
+    "flag": {"NoteAID", "NoteBID", "Reason"},  # insert an Open row for a pair (NoteAID < NoteBID)
+    "review": {"Status", "KeptNoteID", "ResolvedAt"},  # an operator settles the pair
+    "restore": {"Status", "KeptNoteID", "ResolvedAt"},  # undo of "review"
+    "unflag": set(),  # undo of "flag": the row goes
+}
+REVIEW_CHANGE_COLUMNS = ("Status", "KeptNoteID", "ResolvedAt")
+
+
+def change_columns(table: str) -> tuple[str, ...]:
+    """Return the columns whose before/after states the change log keeps for `table`."""
+    return REVIEW_CHANGE_COLUMNS if table == REVIEW_TABLE else CHANGE_COLUMNS
 
 
 @dataclass
@@ -75,6 +94,8 @@ def append_comment(existing: Optional[str], line: str) -> str:
 
 def policy_refusal(action: str, table: str, row: Mapping[str, Any]) -> Optional[str]:
     """Return why the protection rules forbid `action` on `row`, or None when allowed."""
+    if action == "check" or table == REVIEW_TABLE:
+        return None  # a check writes nothing (an Immutable note may be the one a unit relies on)
     tier = row.get("ProtectionTier") if table == "AIAgentNote" else None
     if tier == "Immutable":
         return "the note is Immutable"
@@ -102,6 +123,9 @@ def to_db_values(table: sa.Table, values: Mapping[str, Any]) -> dict[str, Any]:
 def _check_mutation(mutation: Mutation) -> None:
     if mutation.table not in TABLE_OBJECTS:
         raise ValueError(f"unknown table {mutation.table!r}")
+    if mutation.table == REVIEW_TABLE:
+        _check_review_mutation(mutation)
+        return
     if mutation.action == "insert":
         if mutation.table != "AIAgentNote":
             raise ValueError("only notes are inserted")
@@ -119,6 +143,24 @@ def _check_mutation(mutation: Mutation) -> None:
     statuses = m.NOTE_STATUSES if mutation.table == "AIAgentNote" else m.EXAMPLE_STATUSES
     if status is not None and status not in statuses:
         raise ValueError(f"invalid Status {status!r}")
+
+
+def _check_review_mutation(mutation: Mutation) -> None:
+    allowed = REVIEW_SETTABLE.get(mutation.action)
+    if allowed is None:
+        raise ValueError(f"unknown action {mutation.action!r} on {REVIEW_TABLE}")
+    extra = set(mutation.values) - allowed
+    if extra:
+        raise ValueError(f"action {mutation.action!r} may not set {sorted(extra)}")
+    if mutation.action == "flag":
+        a, b = (str(mutation.values.get(k) or "").lower() for k in ("NoteAID", "NoteBID"))
+        if not a or not b or a >= b:
+            raise ValueError("a flag needs NoteAID < NoteBID")
+    status = mutation.values.get("Status")
+    if status is not None and status not in REVIEW_STATUSES:
+        raise ValueError(f"invalid review Status {status!r}")
+    if mutation.action == "review" and status not in ("Resolved", "Dismissed"):
+        raise ValueError("a review settles a pair as Resolved or Dismissed")
 
 
 def _lock_rows(conn: Connection, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
@@ -165,15 +207,40 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
     tag = comment_tag(ctx.run_id, ctx.now)
     by_table: dict[str, list[Mutation]] = defaultdict(list)
     inserts: list[Mutation] = []
+    flags: list[Mutation] = []
     for mutation in unit.mutations:
-        (inserts if mutation.action == "insert" else by_table[mutation.table]).append(mutation)
+        if mutation.action == "insert":
+            inserts.append(mutation)
+        elif mutation.action == "flag":
+            flags.append(mutation)
+        else:
+            by_table[mutation.table].append(mutation)
 
     changes: list[dict[str, Any]] = []
     for mutation in inserts:
         values = to_db_values(m.note, mutation.values)
+        if conn.execute(sa.select(m.note.c.ID).where(m.note.c.ID == values["ID"])).first() is not None:
+            # a saved plan applied twice: its notes exist already (and its guarded rows have changed)
+            outcome.skipped.append((mutation.record_id, "a note with this ID exists already (was the plan applied before?)"))
+            continue
+        if mutation.comment:
+            values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
         conn.execute(m.note.insert().values(**values))
         outcome.applied.append(mutation)
-        changes.append(_change_row(ctx, unit, mutation, None, jsonable(dict(mutation.values))))
+        changes.append(_change_row(ctx, unit, mutation, None, jsonable(values)))
+
+    for mutation in flags:
+        a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))
+        r = m.review
+        existing = conn.execute(sa.select(r.c.Status).where(r.c.NoteAID == a, r.c.NoteBID == b)).scalar()
+        if existing is not None:
+            outcome.skipped.append((mutation.record_id, f"the pair is already under review (Status {existing})"))
+            continue
+        row = {"ID": mutation.record_id, "NoteAID": a, "NoteBID": b, "Reason": mutation.values.get("Reason"),
+               "Status": "Open", "RunID": ctx.run_id, "CreatedAt": ctx.now}
+        conn.execute(r.insert().values(**row))
+        outcome.applied.append(mutation)
+        changes.append(_change_row(ctx, unit, mutation, None, jsonable(row)))
 
     for table_name, mutations in by_table.items():
         table = TABLE_OBJECTS[table_name]
@@ -190,13 +257,21 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
                 outcome.skipped.append((mutation.record_id, reason))
                 continue
             assert row is not None
+            if mutation.action == "check":
+                continue  # a guard only: the row this unit relies on (e.g. an absorbing note) is unchanged
+            if mutation.action == "unflag":
+                conn.execute(sa.delete(table).where(table.c.ID == row["ID"]))
+                changes.append(_change_row(ctx, unit, mutation, jsonable(dict(row)), None))
+                outcome.applied.append(mutation)
+                continue
             new = to_db_values(table, mutation.values)
-            if mutation.comment:
+            if mutation.comment and "Comments" in table.c:
                 new["Comments"] = append_comment(row["Comments"], f"{tag} {mutation.comment}")
-            new.setdefault("__mj_UpdatedAt", ctx.now)
+            if "__mj_UpdatedAt" in table.c:
+                new.setdefault("__mj_UpdatedAt", ctx.now)
             keys = tuple(sorted(new))
             updates[keys].append({"b_id": row["ID"], **{f"b_{k}": v for k, v in new.items()}})
-            before = {c: jsonable(row[c]) for c in CHANGE_COLUMNS if c in table.c}
+            before = {c: jsonable(row[c]) for c in change_columns(table_name) if c in table.c}
             after = dict(before)
             after.update(jsonable({k: v for k, v in new.items() if k in before}))
             changes.append(_change_row(ctx, unit, mutation, before, after))
@@ -249,10 +324,19 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
             guard = None if force or last_after is None else {c: last_after.get(c) for c in ("Status", "__mj_UpdatedAt")}
             mutation = Mutation(table, record_id, "restore", {"Status": "Revoked"}, f"Undone: created by run {run_id}", guard)
             reason = "revoke the note the run created"
+        elif first["Action"] == "flag":
+            guard = None if force or last_after is None else {c: last_after.get(c) for c in REVIEW_CHANGE_COLUMNS}
+            mutation = Mutation(table, record_id, "unflag", {}, f"Undone: flagged by run {run_id}", guard)
+            reason = "remove the review flag the run raised"
+        elif first["Action"] == "unflag":
+            before = json.loads(first["Before"])
+            values = {k: before[k] for k in ("NoteAID", "NoteBID", "Reason")}
+            mutation = Mutation(table, record_id, "flag", values, f"Undone: flag removed by run {run_id}", None)
+            reason = "raise again the review flag the run removed"
         else:
             before = json.loads(first["Before"])
             guard = None if force or last_after is None else dict(last_after)
-            values = {c: before[c] for c in CHANGE_COLUMNS if c in before}
+            values = {c: before[c] for c in change_columns(table) if c in before}
             mutation = Mutation(table, record_id, "restore", values, None, guard)
             reason = f"restore the state before run {run_id[:8]}"
         units.append(Unit(kind="undo", key=f"{table}:{record_id}", reason=reason, mutations=(mutation,)))

@@ -1,0 +1,586 @@
+"""Phase 1, consolidate related notes (DESIGN 3 and 4.1, seed US1, FR-010..016).
+
+The phase only plans; the pipeline applies. Candidates are the Active, auto-generated notes
+that are neither Protected nor Immutable. Inside each partition (the exact scope tuple, never
+across scopes) they are clustered by cosine similarity, and each cluster is one question to the
+judge. A valid "yes" becomes one atomic unit: insert the synthesised note with the partition's
+scope (copied from a member row, so it can never be seen by anyone who could not see its
+sources) and revoke the sources into it. A "no" is cached and the cluster left alone; an
+invalid reply (bad IDs, unknown type, too long, relative dates left) is not cached, and the
+child step says why.
+
+Nested scopes: the only move across partitions is absorption. A user-level note whose broader
+counterpart (same agent, no user, every other scope dimension equal or NULL) already states
+every fact of it is revoked into that broader note. Nothing is copied upward and the broader
+note is never written: a `check` mutation makes the unit apply only while it is unchanged.
+Candidates for absorption are found by one blocked matrix product per narrower partition
+against the broader notes it may fall into, keeping only the best match of each note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from functools import partial
+from itertools import chain
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from memctl.embed.stored import encode_vector
+from memctl.llm.base import Judge, JudgeResult
+from memctl.llm.factory import make_compute_embedder, make_judge
+from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
+from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
+from memctl.phases.base import Overlay, PhaseContext, Scope
+from memctl.phases.common import plural
+from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, order_key
+from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
+from memctl.records import NoteRecord, PartitionKey
+from memctl.similarity import clusters, stable_hash
+from memctl.store import models as m
+from memctl.store.verdicts import VerdictCache
+from memctl.temporal import find_relative
+from memctl.vectors import PartitionVectors, VectorIndex, VectorStats
+
+NAME = "consolidate"
+STEP_NAME = "Consolidate Related Notes"
+CHILD_STEP = "Process Consolidation Cluster"
+TABLE = "AIAgentNote"
+
+#: namespace of the IDs of consolidated notes (uuid5 of sources, content and run time)
+NOTE_ID_NAMESPACE = uuid.UUID("5d0c3c52-1f43-4a8e-9a57-636f6e736f6c")
+#: a judge's reason is untrusted text that lands in Comments: one line, bounded
+REASON_CHARS = 500
+#: rows per side of one block of the absorption matrix product
+BLOCK = 1024
+
+JudgeGetter = Callable[[], Judge]
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def seen(note: NoteRecord) -> dict[str, Any]:
+    """Return what the judge is shown of `note`: the identity of a question in the verdict cache."""
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": note.note,
+        "createdAt": _utc(note.created_at).date().isoformat(),
+        "accessCount": note.access_count,
+    }
+
+
+def one_line(text: str, limit: int = REASON_CHARS) -> str:
+    """Return untrusted text as one bounded line (it goes into Comments and run steps)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def short_key(key: PartitionKey) -> str:
+    """Return a short, stable, non-identifying name for a partition (run steps show it)."""
+    return f"{stable_hash(key):016x}"[:12]
+
+
+def canonical_type(value: str) -> Optional[str]:
+    """Return the allowed note type `value` names (case-insensitively), or None."""
+    wanted = value.strip().lower()
+    return next((t for t in NOTE_TYPES if t.lower() == wanted), None)
+
+
+def consolidation_problem(question: Question, reply: ConsolidationReply, max_chars: int) -> Optional[str]:
+    """Return why a consolidation reply must not be acted on, or None when it is valid."""
+    if not reply.shouldConsolidate:
+        return None
+    proposed = reply.consolidatedNote
+    if proposed is None:
+        return "shouldConsolidate is true but consolidatedNote is missing"
+    if canonical_type(proposed.type) is None:
+        return f"unknown note type {one_line(proposed.type, 40)!r} (allowed: {', '.join(NOTE_TYPES)})"
+    content = proposed.content.strip()
+    if not content:
+        return "the consolidated note is empty"
+    if len(content) > max_chars:
+        return f"the consolidated note has {len(content)} characters, over the cap of {max_chars}"
+    allowed = {n["id"] for n in question.inputs["notes"]}
+    ids = [i.strip().lower() for i in reply.sourceNoteIds]
+    outside = [i for i in ids if i not in allowed]
+    if outside:
+        return f"sourceNoteIds names {plural(len(outside), 'note')} outside the cluster: {one_line(', '.join(outside), 120)}"
+    if len(set(ids)) != len(ids):
+        return "sourceNoteIds lists a note more than once"
+    if len(ids) < 2:
+        return "sourceNoteIds must name at least 2 notes of the cluster"
+    relative = find_relative(content)
+    if relative:
+        return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
+    return None
+
+
+def best_cover(
+    narrow: np.ndarray, broad: np.ndarray, threshold: float, narrow_expiry: np.ndarray, broad_expiry: np.ndarray, block: int = BLOCK
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per row of `narrow`, the index of its most similar row of `broad` and that cosine.
+
+    Only pairs with cosine >= threshold whose broad row lives at least as long as the narrow
+    one (expiry as timestamps, inf for never) count; rows without one get index -1. Both sides
+    are unit rows. Blocks of rows against blocks of columns keep memory at block x block floats;
+    ties go to the lower column index.
+    """
+    n = len(narrow)
+    best = np.full(n, -1, dtype=np.int64)
+    sims = np.full(n, -np.inf, dtype=np.float32)
+    t = np.float32(threshold)
+    for r0 in range(0, n, block):
+        r1 = min(n, r0 + block)
+        for c0 in range(0, len(broad), block):
+            c1 = min(len(broad), c0 + block)
+            s = narrow[r0:r1] @ broad[c0:c1].T
+            s = np.where(broad_expiry[None, c0:c1] >= narrow_expiry[r0:r1, None], s, -np.inf).astype(np.float32)
+            j = np.argmax(s, axis=1)
+            v = s[np.arange(r1 - r0), j]
+            better = (v >= t) & (v > sims[r0:r1])
+            best[r0:r1][better] = j[better] + c0
+            sims[r0:r1][better] = v[better]
+    return best, sims
+
+
+def broader_keys(key: PartitionKey) -> list[PartitionKey]:
+    """Return the partitions a note of partition `key` may be absorbed into (DESIGN 3).
+
+    Same agent, no user, and each other dimension either the note's own value or NULL.
+    Only a user-level partition has any.
+    """
+    agent, company, user, entity, record, secondary = key
+    if user is None:
+        return []
+    options = [dict.fromkeys((value, None)) for value in (company, entity, record, secondary)]
+    return [(agent, c, None, e, r, s) for c in options[0] for e in options[1] for r in options[2] for s in options[3]]
+
+
+@dataclass
+class ClusterCase:
+    """One cluster, the question it is, and what became of it."""
+
+    key: PartitionKey
+    notes: list[NoteRecord]
+    model: str
+    question: Question
+    answer: Optional[Answer] = None
+    verdict: str = "failed"
+    why: str = ""
+    unit: Optional[Unit] = None
+    received: bool = False
+
+
+@dataclass
+class AbsorptionCase:
+    narrower: NoteRecord
+    broader: NoteRecord
+    similarity: float
+    question: Question
+    answer: Optional[Answer] = None
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, stats: AskStats) -> None:
+        self.calls += stats.calls
+        self.cache_hits += stats.cached
+        self.prompt_tokens += stats.usage.prompt_tokens
+        self.completion_tokens += stats.usage.completion_tokens
+
+
+class ConsolidatePhase:
+    """Merge clusters of similar notes into one note each; absorb user notes a broader note covers."""
+
+    name = NAME
+    step_name = STEP_NAME
+
+    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        settings = ctx.settings
+        notes = load_notes(ctx, overlay)
+        candidates = [n for n in notes if consolidatable(n)]
+        groups = by_partition(candidates)
+        cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
+
+        # Absorption targets: every Active note without a user, whatever its tier. With --shard
+        # the broader partition may belong to another shard; it is only read (and guarded).
+        pool = [n for n in notes if n.user_id is None]
+        if ctx.scope.shard is not None and settings.absorb:
+            unsharded = replace(ctx, scope=Scope(agent_id=ctx.scope.agent_id))
+            known = {n.id for n in pool}
+            pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None)) if n.id not in known]
+        broader = by_partition(sorted(pool, key=order_key))
+        eligible: dict[PartitionKey, list[PartitionKey]] = {}
+        if settings.absorb:
+            for key in groups:
+                found = [b for b in broader_keys(key) if b in broader]
+                if found:
+                    eligible[key] = found
+
+        plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
+        if not cluster_keys and not eligible:
+            plan.outcome = "no items"
+            plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
+            plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0}
+            plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
+            return plan
+
+        index: VectorIndex = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+        stats_before = index.stats
+        needed: dict[PartitionKey, list[NoteRecord]] = {k: groups[k] for k in chain(cluster_keys, eligible)}
+        for key in set(chain.from_iterable(eligible.values())):
+            needed[key] = broader[key]  # every Active note there (a superset of its candidates)
+        vectors = index.partitions(needed)
+
+        reference_date = _utc(ctx.now).date().isoformat()
+        built: list[Judge] = []
+
+        def get_judge() -> Judge:
+            # built on first use: a store with nothing to ask never needs a working LLM configuration
+            if not built:
+                built.append(ctx.service("judge", lambda: make_judge(settings)))
+            return built[0]
+
+        cases = self._clusters(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date)
+        tally = Tally()
+        if cases:
+            self._ask_clusters(ctx, get_judge(), cases, tally)
+        revoked = {n_id for case in cases if case.unit for n_id in _revoked_ids(case.unit)}
+
+        absorptions: list[AbsorptionCase] = []
+        deferred = 0
+        if eligible:
+            found = self._absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
+            if found:
+                absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found, tally)
+        absorb_units = [u for u in (self._absorb_unit(ctx, case) for case in absorptions) if u is not None]
+
+        plan.units = [case.unit for case in cases if case.unit is not None] + absorb_units
+        plan.children = [self._child(case) for case in cases]
+        thresholds = {model: index.thresholds(model)[0] for model in sorted({v.model for v in vectors.values()})}
+        plan.input = {
+            "candidateNotes": len(candidates),
+            "partitions": len(groups),
+            "clusters": len(cases),
+            "thresholds": thresholds,
+            "clusterSize": [settings.cluster_min_size, settings.cluster_max_size],
+            "embedder": index.compute.name,
+            "judge": built[0].model if built else None,
+            "absorb": settings.absorb,
+        }
+        stats = index.stats
+        used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
+        plan.output = _output(tally, used, cases, len(absorptions), deferred, len(absorb_units))
+        if not cases and not absorptions:
+            plan.outcome = "no items"
+        out = plan.output
+        plan.message = (
+            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, {out['clustersDeclined']} declined, "
+            f"{out['clustersInvalid']} invalid, {out['clustersFailed']} failed; {plural(len(absorb_units), 'note')} to absorb"
+            + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
+        )
+        return plan
+
+    # --- clusters --------------------------------------------------------------------------
+
+    def _clusters(
+        self,
+        ctx: PhaseContext,
+        index: VectorIndex,
+        groups: dict[PartitionKey, list[NoteRecord]],
+        keys: Sequence[PartitionKey],
+        vectors: dict[PartitionKey, PartitionVectors],
+        get_judge: JudgeGetter,
+        reference_date: str,
+    ) -> list[ClusterCase]:
+        settings = ctx.settings
+        cases = []
+        for key in keys:
+            pv = vectors[key]
+            wanted = {n.id for n in groups[key]}
+            rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
+            members = [pv.notes[i] for i in rows]
+            threshold = index.thresholds(pv.model)[0]
+            found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
+            for cluster in found:
+                cluster_notes = sorted((members[i] for i in cluster), key=order_key)
+                # The reference date is left out of the cache key on purpose: an unchanged cluster
+                # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                inputs = {"notes": [seen(n) for n in cluster_notes]}
+                question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
+                cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+        return cases
+
+    def _ask_clusters(self, ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
+        max_chars = ctx.settings.max_note_chars
+
+        def asked(case: ClusterCase) -> Any:
+            result = case.question.ask()
+            case.received = result.reply is not None or result.raw is not None
+            return result
+
+        questions = [Question(c.question.kind, c.question.inputs, partial(asked, c)) for c in cases]
+        answers, stats = ask_all(ctx, judge, questions, ConsolidationReply, lambda q, r: consolidation_problem(q, r, max_chars))  # type: ignore[arg-type]
+        tally.add(stats)
+        for case, answer in zip(cases, answers, strict=True):
+            case.answer = answer
+            self._judge_case(ctx, case)
+        self._attach_vectors(ctx, [c for c in cases if c.unit is not None])
+
+    def _judge_case(self, ctx: PhaseContext, case: ClusterCase) -> None:
+        answer = case.answer
+        assert answer is not None
+        reply = answer.reply
+        if reply is None:
+            case.verdict = "invalid" if case.received else "failed"
+            case.why = answer.error or "no reply"
+            return
+        assert isinstance(reply, ConsolidationReply)
+        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars)  # a cached reply meets today's caps too
+        if problem:
+            case.verdict, case.why = "invalid", problem
+            return
+        if not reply.shouldConsolidate:
+            case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
+            return
+        assert reply.consolidatedNote is not None
+        floor = ctx.settings.confidence_floor
+        if reply.consolidatedNote.confidence < floor:
+            case.verdict = "declined"
+            case.why = f"confidence {reply.consolidatedNote.confidence:g} is below the floor {floor:g}: {one_line(reply.reason)}"
+            return
+        case.verdict, case.why = "consolidated", one_line(reply.reason) or "consolidated"
+        case.unit = self._cluster_unit(ctx, case, reply)
+
+    def _cluster_unit(self, ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply) -> Unit:
+        assert reply.consolidatedNote is not None
+        by_id = {n.id: n for n in case.notes}
+        chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+        sources = [n for n in case.notes if n.id in chosen]  # oldest first
+        ids = [n.id for n in sources]
+        content = reply.consolidatedNote.content.strip()
+        now = ctx.now
+        new_id = str(uuid.uuid5(NOTE_ID_NAMESPACE, json.dumps([sorted(ids), content, now.isoformat()], ensure_ascii=False)))
+        scope = by_id[ids[0]]  # the stored spelling of the partition's scope
+        accessed = [n.last_accessed_at for n in sources if n.last_accessed_at is not None]
+        expiries = [n.expires_at for n in sources]
+        reason = case.why
+        values: dict[str, Any] = {
+            "ID": new_id,
+            "AgentID": scope.agent_id,
+            "CompanyID": scope.company_id,
+            "UserID": scope.user_id,
+            "PrimaryScopeEntityID": scope.primary_scope_entity_id,
+            "PrimaryScopeRecordID": scope.primary_scope_record_id,
+            "SecondaryScopes": scope.secondary_scopes,
+            "Type": canonical_type(reply.consolidatedNote.type),
+            "Note": content,
+            "IsAutoGenerated": True,
+            "Status": "Active",
+            "ProtectionTier": "Standard",
+            "AccessCount": sum(n.access_count for n in sources),
+            "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
+            "ExpiresAt": jsonable(max(expiries)) if all(e is not None for e in expiries) else None,  # type: ignore[type-var]
+            "ConsolidationCount": max(n.consolidation_count for n in sources) + 1,
+            "DerivedFromNoteIDs": json.dumps(ids),
+            "__mj_CreatedAt": jsonable(now),
+            "__mj_UpdatedAt": jsonable(now),
+        }
+        insert = Mutation(TABLE, new_id, "insert", values, comment=f"Consolidated from {len(sources)} notes: {reason}")
+        revokes = tuple(
+            Mutation(
+                TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": new_id},
+                comment=f"Consolidated into note {new_id}: {reason}", guard=note_guard(n),
+            )
+            for n in sources
+        )
+        key = "cluster:" + hashlib.sha256(",".join(sorted(ids)).encode()).hexdigest()[:16]
+        return Unit(
+            kind="cluster", key=key, reason=f"Consolidated from {len(sources)} notes: {reason}", mutations=(insert, *revokes),
+            detail={"partition": short_key(case.key), "clusterSize": len(case.notes), "sources": len(sources)},
+        )
+
+    def _attach_vectors(self, ctx: PhaseContext, cases: list[ClusterCase]) -> None:
+        """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model."""
+        settings = ctx.settings
+        if not cases or not settings.embed_model_id or settings.embed_provider == "stored":
+            return
+        index: VectorIndex = ctx.services["vectors"]
+        compute_models = {index.compute.name, settings.embed_model_id}
+        chosen = [c for c in cases if c.model in compute_models]
+        if not chosen:
+            return
+        embedded = index.compute.embed([c.unit.mutations[0].values["Note"] for c in chosen])  # type: ignore[union-attr]
+        for case, vector in zip(chosen, embedded, strict=True):
+            assert case.unit is not None
+            insert = case.unit.mutations[0]
+            values = {**insert.values, "EmbeddingVector": encode_vector(vector), "EmbeddingModelID": settings.embed_model_id}
+            case.unit = replace(case.unit, mutations=(replace(insert, values=values), *case.unit.mutations[1:]))
+
+    @staticmethod
+    def _child(case: ClusterCase) -> ChildStep:
+        answer = case.answer
+        failed = case.verdict in ("invalid", "failed")
+        return ChildStep(
+            name=CHILD_STEP,
+            step_type="Prompt",
+            input={"clusterSize": len(case.notes), "noteIds": [n.id for n in case.notes], "partition": short_key(case.key)},
+            output={
+                "verdict": case.verdict,
+                "newNoteId": case.unit.mutations[0].record_id if case.unit is not None else None,
+                "reason": case.why,
+                "tokens": answer.usage.total if answer else 0,
+                "cached": bool(answer and answer.cached),
+                "llmCalls": answer.calls if answer else 0,
+            },
+            success=not failed,
+            error=case.why if failed else None,
+            unit_key=case.unit.key if case.unit is not None else None,
+        )
+
+    # --- absorption ------------------------------------------------------------------------
+
+    def _absorption_candidates(
+        self,
+        ctx: PhaseContext,
+        index: VectorIndex,
+        groups: dict[PartitionKey, list[NoteRecord]],
+        broader: dict[PartitionKey, list[NoteRecord]],
+        eligible: dict[PartitionKey, list[PartitionKey]],
+        vectors: dict[PartitionKey, PartitionVectors],
+        revoked: set[str],
+        get_judge: JudgeGetter,
+    ) -> list[AbsorptionCase]:
+        now = ctx.now.timestamp()
+        rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
+        # User partitions with the same broader partitions (typically every user of a company)
+        # share one matrix of broader vectors.
+        by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]] = defaultdict(list)
+        for key, targets in eligible.items():
+            by_targets[tuple(targets)].append(key)
+        found: list[AbsorptionCase] = []
+        for targets, keys in by_targets.items():
+            wide = sorted((n for b in targets for n in broader[b] if n.id not in revoked and _expiry(n) > now), key=order_key)
+            narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
+            if not wide or not any(narrow_by_key.values()):
+                continue
+            models = {vectors[k].model for k in chain(keys, targets)}
+            vector_of: Callable[[str], np.ndarray]
+            if len(models) == 1:
+                model = models.pop()
+                home = {n.id: k for k in chain(keys, targets) for n in vectors[k].notes}
+                vector_of = partial(_partition_row, vectors, rows, home)
+            else:  # the partitions disagree on the model: compare both sides in the compute embedder's
+                model = index.compute.name
+                vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
+            threshold = index.thresholds(model)[0]
+            b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([_expiry(n) for n in wide])
+            for narrow in narrow_by_key.values():
+                if not narrow:
+                    continue
+                a = np.vstack([vector_of(n.id) for n in narrow])
+                best, sims = best_cover(a, b, threshold, np.array([_expiry(n) for n in narrow]), b_expiry)
+                for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+                    if j >= 0:
+                        target = wide[j]
+                        inputs = {"broader": seen(target), "narrower": seen(note)}
+                        question = Question("absorb", inputs, partial(_ask_absorption, get_judge, target, note))
+                        found.append(AbsorptionCase(note, target, float(sim), question))
+        found.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+        return found
+
+    def _ask_absorptions(self, ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
+        """Ask the absorption questions: every cached one, and at most `max_pairs` new ones."""
+        keys = [question_key(judge, c.question) for c in found]
+        cached = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
+        chosen, fresh = [], 0
+        for case, key in zip(found, keys, strict=True):
+            if key in cached:
+                chosen.append(case)
+            elif fresh < ctx.settings.max_pairs:
+                chosen.append(case)
+                fresh += 1
+        answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)
+        tally.add(stats)
+        for case, answer in zip(chosen, answers, strict=True):
+            case.answer = answer
+        return chosen, len(found) - len(chosen)
+
+    def _absorb_unit(self, ctx: PhaseContext, case: AbsorptionCase) -> Optional[Unit]:
+        reply = case.answer.reply if case.answer else None
+        if not isinstance(reply, AbsorptionReply) or not reply.isCovered or reply.confidence < ctx.settings.confidence_floor:
+            return None
+        reason = one_line(reply.reason) or "the broader note states every fact"
+        narrower, broader = case.narrower, case.broader
+        return Unit(
+            kind="absorb",
+            key=f"absorb:{narrower.id}",
+            reason=f"Absorbed into broader note {broader.id}: {reason}",
+            mutations=(
+                Mutation(
+                    TABLE, narrower.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": broader.id},
+                    comment=f"Absorbed into broader note {broader.id}: {reason}", guard=note_guard(narrower),
+                ),
+                Mutation(TABLE, broader.id, "check", {}, guard=note_guard(broader)),
+            ),
+            detail={"broader": broader.id, "similarity": round(case.similarity, 4)},
+        )
+
+
+def _ask_consolidation(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str) -> JudgeResult:
+    return get_judge().consolidate(notes, reference_date)
+
+
+def _ask_absorption(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
+    return get_judge().absorption(broader, narrower)
+
+
+def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[PartitionKey, dict[str, int]], home: dict[str, PartitionKey], note_id: str) -> np.ndarray:
+    key = home[note_id]
+    return vectors[key].vectors[rows[key][note_id]]
+
+
+def _expiry(note: NoteRecord) -> float:
+    return math.inf if note.expires_at is None else _utc(note.expires_at).timestamp()
+
+
+def _revoked_ids(unit: Unit) -> list[str]:
+    return [mu.record_id for mu in unit.mutations if mu.action == "revoke"]
+
+
+def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], checked: int, deferred: int, absorbed: int) -> dict[str, Any]:
+    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in ("consolidated", "declined", "invalid", "failed")}
+    return {
+        "clustersFound": len(cases),
+        "clustersConsolidated": counts["consolidated"],
+        "clustersDeclined": counts["declined"],
+        "clustersInvalid": counts["invalid"],
+        "clustersFailed": counts["failed"],
+        "notesRevoked": sum(len(c.unit.mutations) - 1 for c in cases if c.unit is not None),
+        "notesCreated": counts["consolidated"],
+        "absorptionsChecked": checked,
+        "absorptionsDeferred": deferred,
+        "notesAbsorbed": absorbed,
+        "llmCalls": tally.calls,
+        "cacheHits": tally.cache_hits,
+        "promptTokens": tally.prompt_tokens,
+        "completionTokens": tally.completion_tokens,
+        "tokens": tally.prompt_tokens + tally.completion_tokens,
+        "vectorsStored": vectors.stored,
+        "vectorsCached": vectors.cached,
+        "vectorsComputed": vectors.computed,
+    }

@@ -1,0 +1,67 @@
+"""The verdict cache: a judge's reply, keyed by what was asked, so nothing is asked twice.
+
+The key hashes the question's kind, the prompt template's hash, the model, and the inputs
+exactly as the judge sees them (IDs, contents, dates, access counts). Change any of them (a
+note edited, a prompt improved, another model configured) and the question is asked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Iterable, Optional
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from memctl.store import models as m
+from memctl.store.engine import read, write
+
+CHUNK = 500
+
+
+def verdict_key(kind: str, template_hash: str, model: str, inputs: Any) -> str:
+    """Return the cache key of one question."""
+    canonical = json.dumps([kind, template_hash, model, inputs], sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class VerdictCache:
+    """Read cached replies in bulk; store new ones (never during a dry-run)."""
+
+    def __init__(self, engine: Engine, dry_run: bool = False) -> None:
+        self.engine = engine
+        self.dry_run = dry_run
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Return the cached replies (parsed JSON) for those of `keys` that are cached."""
+        wanted = sorted(set(keys))
+        found: dict[str, dict[str, Any]] = {}
+        with read(self.engine) as conn:
+            for start in range(0, len(wanted), CHUNK):
+                chunk = wanted[start : start + CHUNK]
+                for key, reply in conn.execute(sa.select(m.verdict.c.CacheKey, m.verdict.c.Reply).where(m.verdict.c.CacheKey.in_(chunk))):
+                    found[key] = json.loads(reply)
+        return found
+
+    def put_many(self, entries: Iterable[tuple[str, str, str, dict[str, Any]]], now: datetime) -> int:
+        """Store (key, kind, model, reply) entries not already cached; return how many were new."""
+        rows = {key: {"CacheKey": key, "Kind": kind, "Model": model[:255], "Reply": json.dumps(reply, sort_keys=True), "CreatedAt": now} for key, kind, model, reply in entries}
+        if self.dry_run or not rows:
+            return 0
+        with write(self.engine) as conn:
+            present: set[str] = set()
+            keys = sorted(rows)
+            for start in range(0, len(keys), CHUNK):
+                present.update(conn.execute(sa.select(m.verdict.c.CacheKey).where(m.verdict.c.CacheKey.in_(keys[start : start + CHUNK]))).scalars())
+            new = [row for key, row in rows.items() if key not in present]
+            if new:
+                conn.execute(m.verdict.insert(), new)
+        return len(new)
+
+    def put(self, key: str, kind: str, model: str, reply: dict[str, Any], now: datetime) -> None:
+        self.put_many([(key, kind, model, reply)], now)
+
+    def get(self, key: str) -> Optional[dict[str, Any]]:
+        return self.get_many([key]).get(key)

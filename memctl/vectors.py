@@ -1,0 +1,179 @@
+"""Vectors for notes: stored ones when their model is trusted, cached ones, or computed now.
+
+A partition's vectors always come from one model (DESIGN 7): a partition whose notes all carry
+a valid stored vector of the trusted EmbeddingModelID uses those; any other partition is
+embedded, whole, by the compute embedder. Computed vectors are cached in memctl_embedding as
+float32 bytes keyed by (note, model) with the content hash, so an unchanged note is embedded
+once. A dry-run reads the cache but never writes it.
+
+Stored vectors are JSON text, and decoding them is most of the cost of a large store: each
+distinct text is decoded once per run (keyed by its digest, so both LLM phases share the work),
+and the usual all-floats array is checked in numpy rather than element by element.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+import sqlalchemy as sa
+
+from memctl.embed import thresholds_for
+from memctl.embed.base import Embedder
+from memctl.embed.stored import content_hash, decode_vector
+from memctl.phases.base import PhaseContext
+from memctl.records import NoteRecord, PartitionKey
+from memctl.similarity import unit_rows
+from memctl.store import models as m
+from memctl.store.engine import read, write
+
+CHUNK = 500
+
+
+@dataclass
+class PartitionVectors:
+    """One partition's notes and their unit vectors (rows in the same order), and the model."""
+
+    notes: list[NoteRecord]
+    vectors: np.ndarray
+    model: str
+
+
+@dataclass(frozen=True)
+class VectorStats:
+    stored: int = 0
+    cached: int = 0
+    computed: int = 0
+
+
+def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
+    """Return `decode_vector(text)`, computed faster when the text is a JSON array of floats.
+
+    decode_vector checks every element in Python (~150 us for 384 floats); here the checks of
+    that common case run in numpy. Anything else (ints, bools, strings, nesting, blank or invalid
+    text) is left to decode_vector itself, so every input decodes exactly as it would there.
+    """
+    if text is None:
+        return None
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return None
+    if type(values) is not list or not values or set(map(type, values)) != {float}:
+        return decode_vector(text)
+    array = np.array(values, dtype=np.float64)
+    if not np.isfinite(array).all():
+        return None
+    with np.errstate(over="ignore"):
+        vector = array.astype(np.float32)  # a finite float64 can still overflow float32
+    return vector if np.isfinite(vector).all() else None
+
+
+class VectorIndex:
+    """Resolve vectors for many notes at once: one cache read, one embedding batch, one cache write."""
+
+    def __init__(self, ctx: PhaseContext, compute: Embedder) -> None:
+        self.ctx = ctx
+        self.compute = compute
+        self.trusted = ctx.settings.stored_model_id
+        self.stats = VectorStats()
+        # digest of an EmbeddingVector text -> its decoded vector (None: unusable), for this run
+        self._decoded: dict[bytes, Optional[np.ndarray]] = {}
+
+    def thresholds(self, model: str) -> tuple[float, float]:
+        """Return (consolidate, contradiction) thresholds for vectors of `model`."""
+        default = thresholds_for(model) if model == self.compute.name else thresholds_for("stored")
+        settings = self.ctx.settings
+        return (
+            settings.consolidate_threshold if settings.consolidate_threshold is not None else default[0],
+            settings.contradiction_threshold if settings.contradiction_threshold is not None else default[1],
+        )
+
+    def partitions(self, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, PartitionVectors]:
+        """Return vectors for every partition of `groups`."""
+        stored: dict[PartitionKey, np.ndarray] = {}
+        to_compute: list[NoteRecord] = []
+        for key, notes in groups.items():
+            matrix = self._stored_matrix(notes)
+            if matrix is not None:
+                stored[key] = matrix
+            else:
+                to_compute.extend(notes)
+        computed = self.embed(to_compute)
+        out: dict[PartitionKey, PartitionVectors] = {}
+        for key, notes in groups.items():
+            if key in stored:
+                out[key] = PartitionVectors(notes, stored[key], self.trusted or "stored")
+            else:
+                out[key] = PartitionVectors(notes, np.vstack([computed[n.id] for n in notes]) if notes else np.zeros((0, 0), np.float32), self.compute.name)
+        self.stats = VectorStats(self.stats.stored + sum(len(groups[k]) for k in stored), self.stats.cached, self.stats.computed)
+        return out
+
+    def _stored_matrix(self, notes: Sequence[NoteRecord]) -> Optional[np.ndarray]:
+        if not self.trusted or not notes:
+            return None
+        trusted = self.trusted.lower()
+        vectors = []
+        for note in notes:
+            if (note.embedding_model_id or "").lower() != trusted:
+                return None
+            vector = self._decode(note.embedding_vector)
+            if vector is None or (vectors and vector.shape != vectors[0].shape):
+                return None
+            vectors.append(vector)
+        return unit_rows(np.vstack(vectors))
+
+    def _decode(self, text: Optional[str]) -> Optional[np.ndarray]:
+        if text is None:
+            return None
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if key not in self._decoded:
+            self._decoded[key] = decode_stored(text)
+        return self._decoded[key]
+
+    def embed(self, notes: Iterable[NoteRecord]) -> dict[str, np.ndarray]:
+        """Return unit vectors of `notes` by the compute embedder, from the cache where possible."""
+        notes = list(notes)
+        if not notes:
+            return {}
+        model = self.compute.name
+        hashes = {n.id: content_hash(n.note) for n in notes}
+        found: dict[str, np.ndarray] = {}
+        with read(self.ctx.engine) as conn:
+            ids = sorted(hashes)
+            for start in range(0, len(ids), CHUNK):
+                query = sa.select(m.embedding.c.NoteID, m.embedding.c.ContentHash, m.embedding.c.Vector).where(
+                    m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
+                )
+                for note_id, digest, blob in conn.execute(query):
+                    note_id = str(note_id).lower()
+                    if hashes.get(note_id) == digest:
+                        found[note_id] = np.frombuffer(blob, dtype=np.float32)
+        missing = [n for n in notes if n.id not in found]
+        if missing:
+            fresh = unit_rows(self.compute.embed([n.note for n in missing]))
+            for note, vector in zip(missing, fresh):
+                found[note.id] = vector
+            self._store(missing, fresh, hashes)
+        self.stats = VectorStats(self.stats.stored, self.stats.cached + len(notes) - len(missing), self.stats.computed + len(missing))
+        return found
+
+    def _store(self, notes: Sequence[NoteRecord], vectors: np.ndarray, hashes: dict[str, str]) -> None:
+        if self.ctx.dry_run:
+            return
+        model = self.compute.name
+        now = self.ctx.settings.current_time()
+        rows = [
+            {"NoteID": n.id, "Model": model, "ContentHash": hashes[n.id], "Dim": int(v.shape[0]), "Vector": np.asarray(v, np.float32).tobytes(), "CreatedAt": now}
+            for n, v in zip(notes, vectors)
+        ]
+        with write(self.ctx.engine) as conn:
+            ids = [r["NoteID"] for r in rows]
+            for start in range(0, len(ids), CHUNK):
+                conn.execute(m.embedding.delete().where(m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])))
+            for start in range(0, len(rows), 1000):
+                conn.execute(m.embedding.insert(), rows[start : start + 1000])
+
