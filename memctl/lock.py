@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 import sqlalchemy as sa
@@ -94,14 +94,56 @@ class Lease:
         self.release()
 
 
+# Every acquisition first locks this row, so checking for overlapping leases and taking one is
+# atomic on every backend (SQLite serialises writers anyway; PostgreSQL and SQL Server row-lock).
+GUARD_ROW = "memctl:acquire"
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=timezone.utc)
+
+
+def overlaps(name: str, other: str) -> bool:
+    """Return whether two lease names cover some partition in common.
+
+    The unsharded lease ("maintenance") covers everything; shard leases of the same count n
+    ("maintenance:shard i/n") are disjoint; shard leases of different counts overlap.
+    """
+    if name == other:
+        return True
+    if GUARD_ROW in (name, other):
+        return False
+    shard_a, shard_b = name.partition(":shard ")[2], other.partition(":shard ")[2]
+    if not shard_a or not shard_b:
+        return True
+    return shard_a.split("/")[1] != shard_b.split("/")[1]
+
+
+def _lock_guard(conn: sa.Connection, now: datetime) -> None:
+    query = sa.select(m.lease.c.Name).where(m.lease.c.Name == GUARD_ROW).with_for_update()
+    if conn.execute(query).first() is None:
+        try:
+            with conn.begin_nested():
+                conn.execute(m.lease.insert().values(Name=GUARD_ROW, Holder="-", RunID=None, AcquiredAt=now, ExpiresAt=FAR_FUTURE))
+        except sa.exc.IntegrityError:
+            pass  # another process created it first
+        conn.execute(query).first()
+
+
 def acquire(engine: Engine, name: str, run_id: Optional[str], seconds: float, clock: Clock, holder: Optional[str] = None) -> Lease | LeaseRefused:
-    """Take the lease `name`, taking over an expired one; return the Lease or who holds it."""
+    """Take the lease `name`, taking over an expired one; return the Lease or who holds it.
+
+    A live lease that overlaps `name` (the same name, an unsharded run against shard workers,
+    or shard workers with a different shard count) refuses it.
+    """
     holder = holder or holder_name()
     now = clock()
     expires = now + timedelta(seconds=seconds)
     lease = Lease(engine, name, holder, run_id, seconds, clock)
     try:
         with write(engine) as conn:
+            _lock_guard(conn, now)
+            live = conn.execute(sa.select(m.lease).where(m.lease.c.Name != name, m.lease.c.Name != GUARD_ROW, m.lease.c.ExpiresAt > now)).mappings().all()
+            for other in live:
+                if overlaps(name, other["Name"]):
+                    return LeaseRefused(other["Name"], other["Holder"], other["RunID"], other["ExpiresAt"].isoformat())
             row = conn.execute(sa.select(m.lease).where(m.lease.c.Name == name).with_for_update()).mappings().first()
             if row is None:
                 conn.execute(m.lease.insert().values(Name=name, Holder=holder, RunID=run_id, AcquiredAt=now, ExpiresAt=expires))

@@ -59,15 +59,24 @@ class NullRecorder:
 
 
 def ensure_memctl_agent(conn: sa.Connection, now: datetime) -> None:
-    """Create the AIAgent row that owns memctl's runs, when it is missing."""
+    """Create the AIAgent row that owns memctl's runs, when it is missing.
+
+    Two workers starting together on a new store may both try: the insert runs in a savepoint
+    and losing that race is fine.
+    """
     exists = conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == m.MEMCTL_AGENT_ID)).first()
-    if exists is None:
-        conn.execute(
-            m.agent.insert().values(
-                ID=m.MEMCTL_AGENT_ID, Name=m.MEMCTL_AGENT_NAME, Status="Active", AutoArchiveEnabled=False,
-                __mj_CreatedAt=now, __mj_UpdatedAt=now,
+    if exists is not None:
+        return
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                m.agent.insert().values(
+                    ID=m.MEMCTL_AGENT_ID, Name=m.MEMCTL_AGENT_NAME, Status="Active", AutoArchiveEnabled=False,
+                    __mj_CreatedAt=now, __mj_UpdatedAt=now,
+                )
             )
-        )
+    except sa.exc.IntegrityError:
+        pass
 
 
 class RunRecorder:

@@ -111,3 +111,22 @@ def test_new_note_threshold(db: Db) -> None:
         store.note(f"fact {i}", __mj_CreatedAt=NOW + timedelta(hours=2), __mj_UpdatedAt=NOW + timedelta(hours=2))
     assert _gate(db, later, gate_min_new_notes=3).open
     assert not _gate(db, later, gate_min_new_notes=4).open
+
+
+def test_overlapping_lease_names() -> None:
+    assert lock.overlaps("maintenance", "maintenance:shard 0/2")
+    assert lock.overlaps("maintenance:shard 1/2", "maintenance")
+    assert lock.overlaps("maintenance:shard 0/2", "maintenance:shard 0/3")
+    assert not lock.overlaps("maintenance:shard 0/2", "maintenance:shard 1/2")
+    assert lock.overlaps("maintenance:shard 1/2", "maintenance:shard 1/2")
+
+
+def test_an_unsharded_run_is_refused_while_a_shard_worker_holds_its_lease(db: Db) -> None:
+    shard = lock.acquire(db.engine, "maintenance:shard 0/2", None, 60, clock(), holder="w0:1")
+    other = lock.acquire(db.engine, "maintenance:shard 1/2", None, 60, clock(), holder="w1:2")
+    assert isinstance(shard, lock.Lease) and isinstance(other, lock.Lease)
+    refused = lock.acquire(db.engine, "maintenance", None, 60, clock(), holder="all:3")
+    assert isinstance(refused, lock.LeaseRefused) and refused.holder in ("w0:1", "w1:2")
+    shard.release()
+    other.release()
+    assert isinstance(lock.acquire(db.engine, "maintenance", None, 60, clock(), holder="all:3"), lock.Lease)
