@@ -175,9 +175,9 @@ def execute(
         report = RunReport(command, "skipped", f"gate closed: {decision.reason} (use --force to run anyway)", gate=gate_info)
         if not dry_run:
             recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX)
-            report.run_id = recorder.start_run()
-            recorder.record_step(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"})
-            recorder.finish_run(success=True, message=report.message, result=report.to_dict())
+            report.run_id = recorder.run_id
+            gate_step = (GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"})
+            recorder.record_finished_run(report.message, report.to_dict(), [gate_step])
         report.seconds = time.monotonic() - started
         return report
 
@@ -214,6 +214,10 @@ def execute(
         report.message = _summary(report, failed)
         if plan_out:
             plan.save(plan_out)
+        report.seconds = time.monotonic() - started
+        # Close the run while the lease still points at it: a crash after the release would
+        # leave a Running run that no lease takeover ever closes.
+        recorder.finish_run(success=report.exit_code == 0, message=report.message, result=report.to_dict())
     except BaseException as exc:
         report.status = "failed"
         report.message = f"aborted: {scrub(str(exc), settings) or type(exc).__name__}"
@@ -222,8 +226,6 @@ def execute(
     finally:
         if lease is not None:
             lease.release()
-    report.seconds = time.monotonic() - started
-    recorder.finish_run(success=report.exit_code == 0, message=report.message, result=report.to_dict())
     return report
 
 
