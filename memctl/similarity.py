@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,15 @@ def _normalise_id(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _normalise_record_id(value: str | None) -> str | None:
+    # Another system's record keys may be case- and space-sensitive ("Acct-7" and "acct-7" can
+    # be two records): only a GUID, whose spelling carries no meaning, is compared ignoring case.
+    return value.lower() if value is not None and _GUID.fullmatch(value) else value
+
+
 def normalise_scopes(raw: str | None) -> str | None:
     """Canonicalise a SecondaryScopes JSON text: sorted keys, compact; empty or null -> None.
 
@@ -63,16 +73,17 @@ def partition_key(note: NoteRecord) -> PartitionKey:
     """Return the exact scope tuple a note may be merged or compared within.
 
     IDs are compared case-insensitively (SQL Server returns uppercase GUIDs, Postgres lowercase),
-    so they are lowercased. An empty string is kept distinct from NULL: NULL means "broader", and
-    treating "" as NULL could widen a note's visibility. Build a consolidated note's scope from a
-    member row, not from this key, so the stored IDs keep their original spelling.
+    so they are lowercased; PrimaryScopeRecordID, another system's key, only when it is a GUID.
+    An empty string is kept distinct from NULL: NULL means "broader", and treating "" as NULL
+    could widen a note's visibility. Build a consolidated note's scope from a member row, not
+    from this key, so the stored IDs keep their original spelling.
     """
     return (
         _normalise_id(note.agent_id),
         _normalise_id(note.company_id),
         _normalise_id(note.user_id),
         _normalise_id(note.primary_scope_entity_id),
-        _normalise_id(note.primary_scope_record_id),
+        _normalise_record_id(note.primary_scope_record_id),
         normalise_scopes(note.secondary_scopes),
     )
 

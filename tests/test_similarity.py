@@ -115,9 +115,12 @@ def test_unparseable_secondary_scopes_only_match_themselves() -> None:
 
 
 def test_partition_key_ids_are_case_insensitive_but_null_is_not_empty() -> None:
-    upper = note(agent_id="ABC-1", user_id="DEF-2 ", primary_scope_record_id="Rec-9")
-    lower = note(agent_id="abc-1", user_id="def-2", primary_scope_record_id="rec-9")
+    guid = "7A1F8B8E-0000-4000-8000-00000000000A"
+    upper = note(agent_id="ABC-1", user_id="DEF-2 ", primary_scope_record_id=guid)
+    lower = note(agent_id="abc-1", user_id="def-2", primary_scope_record_id=guid.lower())
     assert partition_key(upper) == partition_key(lower)
+    # another system's record keys may be case-sensitive: only GUIDs are compared ignoring case
+    assert partition_key(note(primary_scope_record_id="Rec-9")) != partition_key(note(primary_scope_record_id="rec-9"))
     assert partition_key(note(user_id=None)) != partition_key(note(user_id=""))
     assert partition_key(note(user_id=None)) != partition_key(note(user_id="U1"))
     assert partition_key(note(company_id=None))[1] is None
