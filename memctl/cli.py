@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -62,8 +63,29 @@ def _state() -> State:
     return _STATE
 
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Control characters, C1 codes and bidi overrides: what could drive or disguise a terminal.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """Return `text` with every terminal control character shown as an escape (\\x1b...)."""
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
+class SafeConsole(Console):
+    """Print untrusted text (note contents, LLM replies, file contents) as text: no markup, no escapes."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(printable(text), **kwargs)
+
+
+out = SafeConsole(highlight=False, soft_wrap=True, markup=False)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def guarded(fn: F) -> F:

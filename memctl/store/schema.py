@@ -16,6 +16,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy.engine import Connection, Engine
 
 from memctl.errors import DatabaseError, SchemaBehindError, UsageError
@@ -50,6 +51,24 @@ def head_revision() -> str:
     return head
 
 
+def is_known(revision: str) -> bool:
+    """Return whether `revision` is one of the migrations this memctl ships."""
+    try:
+        ScriptDirectory.from_config(_config()).get_revision(revision)
+    except CommandError:
+        return False
+    return True
+
+
+def require_known(revision: Optional[str], settings: Settings) -> None:
+    """Refuse a database whose revision this memctl does not ship (a newer memctl upgraded it)."""
+    if revision is not None and not is_known(revision):
+        raise DatabaseError(
+            f"the database {settings.masked_db_url} is at revision {revision}, which this memctl (head {head_revision()}) "
+            "does not know: a newer memctl upgraded it; upgrade memctl"
+        )
+
+
 def create_schema_sql(dialect: str, schema: str) -> str:
     """Return the statement that creates `schema` when it does not exist yet."""
     if dialect == "mssql":
@@ -73,6 +92,7 @@ def upgrade(engine: Engine, settings: Settings, revision: str = "head") -> tuple
     with engine.connect() as conn:
         before = current_revision(conn, schema)
         conn.commit()
+        require_known(before, settings)
         if schema:
             with conn.begin():
                 conn.exec_driver_sql(create_schema_sql(engine.dialect.name, schema))
@@ -106,6 +126,7 @@ def ensure_ready(engine: Engine, settings: Settings) -> None:
         raise DatabaseError(f"cannot read the schema version of {settings.masked_db_url}: {scrub(reason, settings)}") from None
     if revision == head_revision():
         return
+    require_known(revision, settings)
     if engine.dialect.name == "sqlite" and (revision is None or settings.is_embedded_default):
         upgrade(engine, settings)
         return
