@@ -82,6 +82,8 @@ class VectorIndex:
         self.stats = VectorStats()
         # digest of an EmbeddingVector text -> its decoded vector (None: unusable), for this run
         self._decoded: dict[bytes, Optional[np.ndarray]] = {}
+        # note id -> (content hash, unit vector) of notes memctl created in a stored-vector partition
+        self._derived: dict[str, tuple[str, np.ndarray]] = {}
 
     def thresholds(self, model: str) -> tuple[float, float]:
         """Return (consolidate, contradiction) thresholds for vectors of `model`."""
@@ -96,6 +98,7 @@ class VectorIndex:
         """Return vectors for every partition of `groups`."""
         stored: dict[PartitionKey, np.ndarray] = {}
         to_compute: list[NoteRecord] = []
+        self._load_derived([n for notes in groups.values() for n in notes if not self._has_trusted_vector(n)])
         for key, notes in groups.items():
             matrix = self._stored_matrix(notes)
             if matrix is not None:
@@ -115,16 +118,57 @@ class VectorIndex:
     def _stored_matrix(self, notes: Sequence[NoteRecord]) -> Optional[np.ndarray]:
         if not self.trusted or not notes:
             return None
-        trusted = self.trusted.lower()
         vectors = []
         for note in notes:
-            if (note.embedding_model_id or "").lower() != trusted:
-                return None
-            vector = self._decode(note.embedding_vector)
+            vector = self.vector_of(note)
             if vector is None or (vectors and vector.shape != vectors[0].shape):
                 return None
             vectors.append(vector)
         return unit_rows(np.vstack(vectors))
+
+    def _has_trusted_vector(self, note: NoteRecord) -> bool:
+        return bool(self.trusted) and (note.embedding_model_id or "").lower() == (self.trusted or "").lower() and note.embedding_vector is not None
+
+    def vector_of(self, note: NoteRecord) -> Optional[np.ndarray]:
+        """Return a note's vector of the trusted stored model: its own, or the one memctl derived for it."""
+        if not self.trusted:
+            return None
+        if (note.embedding_model_id or "").lower() == self.trusted.lower():
+            return self._decode(note.embedding_vector)
+        derived = self._derived.get(note.id)
+        if derived is not None and derived[0] == content_hash(note.note):
+            return derived[1]
+        return None
+
+    def derive(self, note_id: str, content: str, sources: Sequence[NoteRecord]) -> Optional[np.ndarray]:
+        """Give a note memctl creates from `sources` a vector of the trusted stored model.
+
+        memctl cannot run the store's model, and a note without a vector of it would push its
+        whole partition onto the compute embedder (another model, other thresholds) from then
+        on. The new note states its sources' facts, so it gets the normalised mean of their
+        vectors, kept in memctl's embedding cache (never written to the note row: DESIGN 7).
+        """
+        vectors = [self.vector_of(n) for n in sources]
+        if not vectors or any(v is None for v in vectors) or len({v.shape for v in vectors}) != 1:  # type: ignore[union-attr]
+            return None
+        vector = unit_rows(np.mean(np.vstack(vectors), axis=0, keepdims=True))[0]
+        digest = content_hash(content)
+        self._derived[note_id] = (digest, vector)
+        if not self.ctx.dry_run and self.trusted:
+            self._write(self.trusted, [(note_id, digest, vector)])
+        return vector
+
+    def _load_derived(self, notes: Sequence[NoteRecord]) -> None:
+        if not self.trusted or not notes:
+            return
+        ids = sorted({n.id for n in notes} - set(self._derived))
+        with read(self.ctx.engine) as conn:
+            for start in range(0, len(ids), CHUNK):
+                query = sa.select(m.embedding.c.NoteID, m.embedding.c.ContentHash, m.embedding.c.Vector).where(
+                    m.embedding.c.Model == self.trusted, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
+                )
+                for note_id, digest, blob in conn.execute(query):
+                    self._derived[str(note_id).lower()] = (digest, np.frombuffer(blob, dtype=np.float32))
 
     def _decode(self, text: Optional[str]) -> Optional[np.ndarray]:
         if text is None:
@@ -164,11 +208,13 @@ class VectorIndex:
     def _store(self, notes: Sequence[NoteRecord], vectors: np.ndarray, hashes: dict[str, str]) -> None:
         if self.ctx.dry_run:
             return
-        model = self.compute.name
+        self._write(self.compute.name, [(n.id, hashes[n.id], v) for n, v in zip(notes, vectors)])
+
+    def _write(self, model: str, entries: Sequence[tuple[str, str, np.ndarray]]) -> None:
         now = self.ctx.settings.current_time()
         rows = [
-            {"NoteID": n.id, "Model": model, "ContentHash": hashes[n.id], "Dim": int(v.shape[0]), "Vector": np.asarray(v, np.float32).tobytes(), "CreatedAt": now}
-            for n, v in zip(notes, vectors)
+            {"NoteID": note_id, "Model": model, "ContentHash": digest, "Dim": int(v.shape[0]), "Vector": np.asarray(v, np.float32).tobytes(), "CreatedAt": now}
+            for note_id, digest, v in entries
         ]
         with write(self.ctx.engine) as conn:
             ids = [r["NoteID"] for r in rows]

@@ -749,3 +749,34 @@ def test_a_saved_plan_applied_twice_changes_nothing_the_second_time(db: Db, tmp_
     assert again.exit_code == 0 and again.phases[0].applied == 0 and len(again.phases[0].skipped) == 4
     assert "exists already" in dict(again.phases[0].skipped)[created_notes(db)[0]["ID"].lower()]
     assert export(db) == state and all(store.status(s) == "Revoked" for s in sources)
+
+
+def test_a_note_created_in_a_stored_vector_partition_keeps_the_partition_on_the_stored_model(db: Db) -> None:
+    """With embed_provider=stored, a consolidated note gets a derived vector of the store's model
+    (the mean of its sources', in memctl's cache, not in the row), so its partition is not pushed
+    onto the hashing fallback on the next run."""
+    model_id = "11111111-2222-4333-8444-555555555555"
+    store = Store(db.engine)
+    agent, user = store.agent(), store.user()
+    base = [1.0, 0.0, 0.0, 0.0]
+    vectors = [[1.0, 0.05, 0.0, 0.0], [1.0, 0.0, 0.05, 0.0], [1.0, 0.0, 0.0, 0.05]]
+    sources = [
+        store.note(f"note {i}", AgentID=agent, UserID=user, age_days=10 - i, EmbeddingModelID=model_id, EmbeddingVector=json.dumps(v))
+        for i, v in enumerate(vectors)
+    ]
+    other = store.note("another fact", AgentID=agent, UserID=user, EmbeddingModelID=model_id, EmbeddingVector=json.dumps([0.0, 1.0, 0.0, 0.0]))
+    settings = {"embed_provider": "stored", "embed_model": model_id}
+    first = consolidate(db, **settings)
+    assert first.phases[0].applied == 4  # one insert, three revocations
+    [new] = created_notes(db)
+    assert new["EmbeddingVector"] is None and new["EmbeddingModelID"] is None  # the row is not given a vector of a model memctl cannot run
+    with db.engine.connect() as conn:
+        blob = conn.execute(sa.select(m.embedding.c.Vector).where(m.embedding.c.NoteID == new["ID"], m.embedding.c.Model == model_id)).scalar_one()
+    import numpy as np
+
+    derived = np.frombuffer(blob, dtype=np.float32)
+    assert float(derived @ np.asarray(base, np.float32)) > 0.99
+    again = api.run_phase(at(db.settings, NOW + days(1), **settings), "contradictions", engine=db.engine)
+    assert again.phases[0].input["embedder"] == model_id  # not the hashing fallback
+    assert again.phases[0].output.get("llmCalls", 0) == 0
+    assert store.status(other) == "Active" and all(store.status(s) == "Revoked" for s in sources)

@@ -415,11 +415,22 @@ class ConsolidatePhase:
         )
 
     def _attach_vectors(self, ctx: PhaseContext, cases: list[ClusterCase]) -> None:
-        """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model."""
+        """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model.
+
+        In a partition of stored vectors of another model, the new note gets a derived vector of
+        that model instead (in memctl's cache only), so the partition stays on one model.
+        """
         settings = ctx.settings
-        if not cases or not settings.embed_model_id or settings.embed_provider == "stored":
+        if not cases:
             return
         index: VectorIndex = ctx.services["vectors"]
+        for case in cases:
+            if settings.embed_provider == "stored" and case.model == index.trusted and case.unit is not None:
+                insert = case.unit.mutations[0]
+                sources = {mu.record_id for mu in case.unit.mutations[1:]}
+                index.derive(insert.record_id, insert.values["Note"], [n for n in case.notes if n.id in sources])
+        if not settings.embed_model_id or settings.embed_provider == "stored":
+            return
         compute_models = {index.compute.name, settings.embed_model_id}
         chosen = [c for c in cases if c.model in compute_models]
         if not chosen:
