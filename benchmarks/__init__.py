@@ -1,0 +1,1 @@
+"""Benchmarks: a deterministic corpus generator, the runner, and the MemberJunction-style baseline."""
