@@ -189,6 +189,7 @@ def run_demo(directory: Path, console: Optional[Console]) -> RunReport:
     say(f"\nrun {report.run_id}: {report.status}. See it with:", markup=False)
     say(f"  memctl --db-url sqlite:///{db_path.as_posix()} runs show {report.run_id}", markup=False)
     say(f"  memctl --db-url sqlite:///{db_path.as_posix()} orient", markup=False)
+    say(f"  memctl --db-url sqlite:///{db_path.as_posix()} review        # contradictions flagged for a human", markup=False)
     say(f"  memctl --db-url sqlite:///{db_path.as_posix()} undo {report.run_id} --dry-run", markup=False)
     from memctl.verify import verify
 
