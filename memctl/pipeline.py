@@ -19,7 +19,7 @@ from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
 from memctl.phases.base import Overlay, Phase, PhaseContext
 from memctl.plan import PhasePlan, Plan
-from memctl.recorder import NullRecorder, Recorder, RunRecorder
+from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder
 from memctl.records import note_record
 from memctl.store import models as m
 from memctl.store.changes import ApplyContext, UnitOutcome, apply_unit, to_db_values
@@ -323,6 +323,7 @@ def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Opti
 
 def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str]) -> None:
     by_key = {o.key: o for o in outcomes}
+    steps = []
     for child in plan.children:
         output = dict(child.output)
         outcome = by_key.get(child.unit_key) if child.unit_key else None
@@ -331,5 +332,5 @@ def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[Uni
             if outcome.skipped:
                 output["skipped"] = [{"record": r, "reason": why} for r, why in outcome.skipped]
         success = child.success and (outcome is None or outcome.fully_applied)
-        step = recorder.start_step(child.name, child.step_type, child.input, parent_id=step_id)
-        recorder.finish_step(step, success=success, output_data=output, error=child.error)
+        steps.append(FinishedStep(child.name, child.step_type, child.input, output, success, child.error))
+    recorder.record_steps(steps, parent_id=step_id)

@@ -2,6 +2,7 @@
 
 A step is committed when it starts and again when it ends, so a phase that crashes still leaves
 its Running or Failed step behind for `memctl runs show` and for the next run's lease takeover.
+A phase's child steps (one per cluster or pair) are written together once its units are applied.
 A dry-run uses `NullRecorder`: it records nothing.
 """
 
@@ -12,7 +13,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -39,7 +40,21 @@ class Recorder(Protocol):
 
     def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None: ...
 
+    def record_steps(self, steps: Sequence[FinishedStep], parent_id: Optional[str] = None) -> None: ...
+
     def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class FinishedStep:
+    """A step whose work is already over (a phase's per-cluster or per-pair child step)."""
+
+    name: str
+    step_type: str
+    input_data: Any
+    output_data: Any
+    success: bool
+    error: Optional[str] = None
 
 
 @dataclass
@@ -52,6 +67,9 @@ class NullRecorder:
         return None
 
     def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None:
+        return None
+
+    def record_steps(self, steps: Sequence[FinishedStep], parent_id: Optional[str] = None) -> None:
         return None
 
     def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None:
@@ -133,6 +151,30 @@ class RunRecorder:
             values["InputData"] = to_json(input_data)
         with write(self.engine) as conn:
             conn.execute(m.run_step.update().where(m.run_step.c.ID == step_id).values(**values))
+
+    def record_steps(self, steps: Sequence[FinishedStep], parent_id: Optional[str] = None) -> None:
+        """Write steps that are already over in one transaction (one statement), numbered in order.
+
+        A phase's children are written after its units are applied: one transaction for all of
+        them instead of two per child (at 100,000 notes that is ~2,200 children).
+        """
+        if not steps:
+            return
+        with self._mutex:
+            first = self._step_number + 1
+            self._step_number += len(steps)
+        now = self.clock()
+        rows = [
+            {
+                "ID": str(uuid.uuid4()), "AgentRunID": self.run_id, "ParentID": parent_id, "StepNumber": number,
+                "StepType": step.step_type, "StepName": step.name, "Status": "Completed" if step.success else "Failed",
+                "Success": step.success, "StartedAt": now, "CompletedAt": now, "InputData": to_json(step.input_data),
+                "OutputData": to_json(step.output_data), "ErrorMessage": step.error, "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
+            }
+            for number, step in enumerate(steps, start=first)
+        ]
+        with write(self.engine) as conn:
+            conn.execute(m.run_step.insert(), rows)
 
     def record_finished_run(self, message: str, result: Any, steps: list[tuple[str, str, Any, Any]]) -> str:
         """Write a run that is already over (a gate skip) and its steps in one transaction.

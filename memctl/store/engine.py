@@ -38,7 +38,7 @@ def make_engine(settings: Settings) -> Engine:
 
 
 def _configure_sqlite(engine: Engine) -> None:
-    """Use WAL, enforce foreign keys, and take the write lock up front in write transactions.
+    """Use WAL (synchronous NORMAL), enforce foreign keys, and take the write lock up front in write transactions.
 
     pysqlite's own transaction handling is switched off so that memctl decides how each
     transaction begins: writes use BEGIN IMMEDIATE (a deferred read-then-write transaction
@@ -53,6 +53,10 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         if engine.url.database not in (None, "", ":memory:"):
             cursor.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL syncs at checkpoints instead of at every commit (3 ms -> 0.04 ms
+            # per unit here). A crash of memctl loses nothing; a power cut may roll back the last
+            # units, data and change-log rows together, and the next run redoes them.
+            cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
