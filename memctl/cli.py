@@ -143,6 +143,13 @@ Shard = Annotated[Optional[str], typer.Option("--shard", help="Work on shard i o
 AsJson = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON summary.")]
 MetricsFile = Annotated[Optional[Path], typer.Option("--metrics-file", help="Write Prometheus metrics of the run here (node_exporter textfile collector), atomically.", metavar="FILE")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (cron mails only on failure).")]
+Replan = Annotated[
+    bool,
+    typer.Option(
+        "--replan",
+        help="Plan every partition, even those unchanged since a run found nothing to do in them (replan; answers still come from the verdict cache).",
+    ),
+]
 MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask the judge about at most N uncached pairs (max_pairs, default 50).", metavar="N")]
 
 
@@ -282,12 +289,13 @@ def dream(
     shard: Shard = None,
     agent: Agent = None,
     max_pairs: MaxPairs = None,
+    replan: Replan = False,
     metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
     """Run the nightly pass: consolidate, contradictions, prune, archive (gated, locked, recorded)."""
-    _state().flags["max_pairs"] = max_pairs
+    _state().flags.update(max_pairs=max_pairs, replan=replan or None)
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
     _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r), metrics_file)
 
@@ -311,7 +319,22 @@ def _phase_command(name: str, doc: str) -> None:
     app.command(name=name)(command)
 
 
-_phase_command("consolidate", "Merge clusters of similar notes into one note each (phase 1; not gated).")
+@app.command("consolidate")
+@guarded
+def consolidate(
+    dry_run: DryRun = False,
+    agent: Agent = None,
+    plan_out: PlanOut = None,
+    shard: Shard = None,
+    replan: Replan = False,
+    metrics_file: MetricsFile = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Merge clusters of similar notes into one note each (phase 1; not gated)."""
+    _state().flags["replan"] = replan or None
+    options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
+    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "consolidate", options, reporter=r), metrics_file)
 
 
 @app.command("contradictions")
@@ -322,12 +345,13 @@ def contradictions(
     plan_out: PlanOut = None,
     shard: Shard = None,
     max_pairs: MaxPairs = None,
+    replan: Replan = False,
     metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
     """Find contradicting notes and revoke the less authoritative one (phase 2; not gated)."""
-    _state().flags["max_pairs"] = max_pairs
+    _state().flags.update(max_pairs=max_pairs, replan=replan or None)
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
     _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "contradictions", options, reporter=r), metrics_file)
 

@@ -56,6 +56,8 @@ class Settings:
     offline_max_pairs: int = 5000
     confidence_floor: float = 0.7
     absorb: bool = True
+    #: plan every partition, ignoring the marks of partitions already found to need nothing
+    replan: bool = False
 
     prune_cap: int = 200
     note_retention_days: int = 90

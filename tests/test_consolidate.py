@@ -436,16 +436,21 @@ def test_should_consolidate_false_leaves_the_cluster_and_is_not_asked_again(db: 
     before = export(db)
     with stub_server(responder=declining) as stub:
         first = consolidate(db, **llm(stub))
-        second = consolidate(db, **llm(stub))
+        second = consolidate(db, **llm(stub))  # the partition is settled: not even clustered
+        third = consolidate(db, **llm(stub), replan=True)  # clustered again, answered from the cache
         assert len(stub.chat_requests) == 1
     assert export(db) == before and all(store.status(n) == "Active" for n in sources)
     assert count(db, m.verdict, m.verdict.c.Kind == "consolidate") == 1
+    assert count(db, m.verdict, m.verdict.c.Kind == "settled:consolidate") == 1
     [asked] = steps(db, first.run_id, child=True)
-    [cached] = steps(db, second.run_id, child=True)
     assert asked["output"]["verdict"] == "declined" and asked["output"]["cached"] is False and asked["Success"] is True
     assert asked["output"]["reason"] == "different subjects"
+    assert steps(db, second.run_id, child=True) == []
+    [parent] = steps(db, second.run_id, child=False)
+    assert parent["input"]["partitionsSettled"] == 1 and parent["output"]["clustersFound"] == 0
+    [cached] = steps(db, third.run_id, child=True)
     assert cached["output"]["verdict"] == "declined" and cached["output"]["cached"] is True and cached["output"]["llmCalls"] == 0
-    assert steps(db, second.run_id, child=False)[0]["output"]["cacheHits"] == 1
+    assert steps(db, third.run_id, child=False)[0]["output"]["cacheHits"] == 1
 
 
 def reply_for(body: dict, **changes: Any) -> dict:
@@ -504,7 +509,7 @@ def test_a_low_confidence_merge_is_declined_and_cached(db: Db) -> None:
     topic(store, TOPIC[:3], AgentID=store.agent())
     with stub_server(responder=lambda body: reply_for(body, note={"confidence": 0.4})) as stub:
         report = consolidate(db, **llm(stub))
-    assert created_notes(db) == [] and count(db, m.verdict) == 1
+    assert created_notes(db) == [] and count(db, m.verdict, m.verdict.c.Kind == "consolidate") == 1
     [child] = steps(db, report.run_id, child=True)
     assert child["output"]["verdict"] == "declined" and "below the floor" in child["output"]["reason"]
 

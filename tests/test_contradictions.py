@@ -160,9 +160,12 @@ def test_us2_4_a_complementary_pair_is_kept_and_asked_again_only_after_a_change(
     assert len(stub.chat_requests) == 1 and first.phases[0].output["cached"] == 0
     assert store.status(coffee) == store.status(tea) == "Active"
 
-    second = detect(db, settings)  # unchanged: answered from the verdict cache
+    second = detect(db, settings)  # unchanged: the partition is settled, not even paired again
     assert len(stub.chat_requests) == 1
-    assert second.phases[0].output["cached"] == 1 and second.phases[0].output["llmCalls"] == 0
+    assert second.phases[0].input["partitionsSettled"] == 1 and second.phases[0].output["llmCalls"] == 0
+    replanned = detect(db, with_llm(db, stub, replan=True))  # paired again: answered from the verdict cache
+    assert len(stub.chat_requests) == 1
+    assert replanned.phases[0].output["cached"] == 1 and replanned.phases[0].output["llmCalls"] == 0
 
     with db.engine.begin() as conn:  # the application edits one of the notes
         conn.execute(m.note.update().where(m.note.c.ID == tea).values(Note="Bob likes green tea in the morning.", __mj_UpdatedAt=NOW))
@@ -319,8 +322,11 @@ def test_the_cap_is_respected_and_the_remaining_pairs_are_asked_next_run(db: Db,
         assert out["questionsAsked"] == 2 and out["pairsLeftForNextRun"] == expected_left
         seen.append(set(asked_pairs(stub)[before:]))
     assert len(set().union(*seen)) == 6  # every night asks pairs not asked before
-    final = detect(db, settings)
+    final = detect(db, with_llm(db, stub, max_pairs=2, replan=True))
     assert final.phases[0].output["questionsAsked"] == 0 and final.phases[0].output["cached"] == 6
+    settled = detect(db, settings)  # every pair answered and nothing to do: the partition is left alone
+    assert settled.phases[0].input["partitionsSettled"] == 1 and settled.phases[0].output["llmCalls"] == 0
+    assert len(stub.chat_requests) == 6
 
 
 def test_pairs_touching_new_notes_are_asked_first(db: Db, stub: LLMStub) -> None:

@@ -15,6 +15,10 @@ every fact of it is revoked into that broader note. Nothing is copied upward and
 note is never written: a `check` mutation makes the unit apply only while it is unchanged.
 Candidates for absorption are found by one blocked matrix product per narrower partition
 against the broader notes it may fall into, keeping only the best match of each note.
+
+A partition that needed nothing (every cluster declined, every absorption check answered "no"),
+unchanged since along with the broader partitions it meets, is skipped (`memctl/settled.py`).
+Vectors are read only for the partitions actually planned.
 """
 
 from __future__ import annotations
@@ -33,16 +37,18 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from memctl.embed.stored import encode_vector
+from memctl.errors import MemctlError
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext, Scope
 from memctl.phases.common import plural
-from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, order_key
+from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
-from memctl.similarity import clusters, stable_hash
+from memctl.settled import SettledMarks, notes_digest
+from memctl.similarity import clusters, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
 from memctl.temporal import find_relative
@@ -211,7 +217,11 @@ class ConsolidatePhase:
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         settings = ctx.settings
-        notes = load_notes(ctx, overlay)
+        marks = self._marks(ctx)
+        # With marks about, most partitions are usually settled: their vectors are never read.
+        # Without (a first run, --replan), everything is planned: read the vectors in the same scan.
+        lazy = marks is not None and marks.any()
+        notes = load_notes(ctx, overlay, vectors=not lazy)
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
@@ -222,7 +232,7 @@ class ConsolidatePhase:
         if ctx.scope.shard is not None and settings.absorb:
             unsharded = replace(ctx, scope=Scope(agent_id=ctx.scope.agent_id))
             known = {n.id for n in pool}
-            pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None)) if n.id not in known]
+            pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None), vectors=not lazy) if n.id not in known]
         broader = by_partition(sorted(pool, key=order_key))
         eligible: dict[PartitionKey, list[PartitionKey]] = {}
         if settings.absorb:
@@ -231,11 +241,31 @@ class ConsolidatePhase:
                 if found:
                     eligible[key] = found
 
+        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
+        mark_of: dict[PartitionKey, str] = {}
+        if marks is not None:
+            moment = ctx.now.timestamp()
+            broad_digest = {
+                b: notes_digest(broader[b], lambda n: _expiry(n) <= moment)  # an expired broader note absorbs nothing
+                for b in set(chain.from_iterable(eligible.values()))
+            }
+            for key in set(cluster_keys) | set(eligible):
+                around = sorted([json.dumps(list(b), default=str), broad_digest[b]] for b in eligible.get(key, []))
+                mark_of[key] = marks.key(notes_digest(groups[key]), around)
+            settled = marks.settled(mark_of.values())
+            skipped = {key for key, mark in mark_of.items() if mark in settled}
+            cluster_keys = [k for k in cluster_keys if k not in skipped]
+            eligible = {k: v for k, v in eligible.items() if k not in skipped}
+        else:
+            skipped = set()
+
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         if not cluster_keys and not eligible:
             plan.outcome = "no items"
             plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
-            plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0}
+            if skipped:
+                plan.message = f"{plural(len(candidates), 'candidate note')}, {plural(len(skipped), 'partition')} unchanged since found settled, nothing else to do"
+            plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0, "partitionsSettled": len(skipped)}
             plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
             return plan
 
@@ -244,6 +274,12 @@ class ConsolidatePhase:
         needed: dict[PartitionKey, list[NoteRecord]] = {k: groups[k] for k in chain(cluster_keys, eligible)}
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
+        if lazy:
+            needed = with_vectors(ctx, needed)
+            loaded = {n.id: n for members in needed.values() for n in members}
+            for mapping in (groups, broader):
+                for key in needed.keys() & mapping.keys():
+                    mapping[key] = [loaded.get(n.id, n) for n in mapping[key]]
         vectors = index.partitions(needed)
 
         reference_date = _utc(ctx.now).date().isoformat()
@@ -262,12 +298,16 @@ class ConsolidatePhase:
         revoked = {n_id for case in cases if case.unit for n_id in _revoked_ids(case.unit)}
 
         absorptions: list[AbsorptionCase] = []
+        found_absorptions: list[AbsorptionCase] = []
         deferred = 0
         if eligible:
-            found = self._absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
-            if found:
-                absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found, tally)
+            found_absorptions = self._absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
+            if found_absorptions:
+                absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found_absorptions, tally)
         absorb_units = [u for u in (self._absorb_unit(ctx, case) for case in absorptions) if u is not None]
+        if marks is not None:
+            newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units)
+            marks.record([mark_of[k] for k in newly], settings.current_time())
 
         plan.units = [case.unit for case in cases if case.unit is not None] + absorb_units
         plan.children = [self._child(case) for case in cases]
@@ -281,6 +321,7 @@ class ConsolidatePhase:
             "embedder": index.compute.name,
             "judge": built[0].model if built else None,
             "absorb": settings.absorb,
+            "partitionsSettled": len(skipped),
         }
         stats = index.stats
         used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
@@ -294,6 +335,16 @@ class ConsolidatePhase:
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
         )
         return plan
+
+    @staticmethod
+    def _marks(ctx: PhaseContext) -> Optional[SettledMarks]:
+        """Return the settled marks of this phase, or None when they cannot be used this run."""
+        try:
+            judge: Judge = ctx.service("judge", lambda: make_judge(ctx.settings))
+        except MemctlError:
+            return None  # no usable judge: plan everything, and fail only if a question must be asked
+        templates = [judge.template_hash("consolidate"), judge.template_hash("absorb")]
+        return SettledMarks(VerdictCache(ctx.engine, ctx.dry_run), NAME, ctx.settings, judge.model, templates, enabled=not ctx.settings.replan)
 
     # --- clusters --------------------------------------------------------------------------
 
@@ -567,6 +618,44 @@ def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[Par
 
 def _expiry(note: NoteRecord) -> float:
     return math.inf if note.expires_at is None else _utc(note.expires_at).timestamp()
+
+
+def _settled_now(
+    mark_of: dict[PartitionKey, str],
+    skipped: set[PartitionKey],
+    cluster_keys: Sequence[PartitionKey],
+    eligible: dict[PartitionKey, list[PartitionKey]],
+    cases: Sequence[ClusterCase],
+    found: Sequence[AbsorptionCase],
+    asked: Sequence[AbsorptionCase],
+    absorb_units: Sequence[Unit],
+) -> list[PartitionKey]:
+    """Return the partitions planned this run that need nothing, every question answered.
+
+    A partition qualifies when every cluster of it was declined by a valid (cached) verdict,
+    and, for a user partition, every cluster of its broader partitions too (their consolidation
+    decides which broader notes it is compared with), and every absorption check of its notes
+    was answered (none failed, none left for a later run) and absorbs nothing.
+    """
+    verdicts: dict[PartitionKey, set[str]] = defaultdict(set)
+    for case in cases:
+        verdicts[case.key].add(case.verdict)
+    answered = {id(c) for c in asked if c.answer is not None and c.answer.reply is not None}
+    absorbed = {u.mutations[0].record_id for u in absorb_units}
+    blocked: set[PartitionKey] = set()
+    for case in found:
+        key = partition_key(case.narrower)
+        if id(case) not in answered or case.narrower.id in absorbed:
+            blocked.add(key)
+
+    def quiet(key: PartitionKey) -> bool:
+        return verdicts.get(key, {"declined"}) == {"declined"}
+
+    planned = set(cluster_keys) | set(eligible)
+    return sorted(
+        (k for k in planned if k in mark_of and k not in skipped and k not in blocked and quiet(k) and all(quiet(b) for b in eligible.get(k, []))),
+        key=json.dumps,
+    )
 
 
 def _revoked_ids(unit: Unit) -> list[str]:

@@ -19,12 +19,17 @@ flagged too. A flag is a planned unit like a revocation (a `flag` mutation of me
 guarded by `check`s of both notes), so a dry-run writes nothing and a saved plan raises it when
 applied. Nothing in a reply can pick the loser: the reply has no note IDs, and one that names a
 note outside its pair is rejected.
+
+A partition whose every pair was answered with nothing to do, unchanged since (its notes and the
+pairs of it under review), is skipped (`memctl/settled.py`); vectors are read only for the
+partitions actually paired.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Optional, Sequence
@@ -32,14 +37,16 @@ from typing import Any, Optional, Sequence
 import sqlalchemy as sa
 from pydantic import ValidationError
 
+from memctl.errors import MemctlError
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
-from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard
+from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, with_vectors
 from memctl.plan import Mutation, PhasePlan, Unit
-from memctl.records import NoteRecord
+from memctl.records import NoteRecord, PartitionKey
+from memctl.settled import SettledMarks, notes_digest
 from memctl.similarity import pairs
 from memctl.store import models as m
 from memctl.store.engine import read
@@ -181,8 +188,24 @@ class ContradictionPhase:
         from memctl.vectors import VectorIndex
 
         settings = ctx.settings
-        notes = load_notes(ctx, overlay)
+        marks = _marks(ctx)
+        lazy = marks is not None and marks.any()  # read vectors only for partitions not settled
+        notes = load_notes(ctx, overlay, vectors=not lazy)
         groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
+        under_review = _reviewed_pairs(ctx) if groups else set()
+        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
+        mark_of: dict[PartitionKey, str] = {}
+        settled_count = 0
+        if marks is not None and groups:
+            home = {n.id: key for key, members in groups.items() for n in members}
+            reviewed: dict[PartitionKey, list[list[str]]] = defaultdict(list)
+            for low, high in under_review:
+                if low in home and home[low] == home.get(high):
+                    reviewed[home[low]].append([low, high])
+            mark_of = {key: marks.key(notes_digest(members), sorted(reviewed.get(key, []))) for key, members in groups.items()}
+            settled = marks.settled(mark_of.values())
+            settled_count = sum(1 for key in groups if mark_of[key] in settled)
+            groups = {key: members for key, members in groups.items() if mark_of[key] not in settled}
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         plan.input = {
             "notes": len(notes),
@@ -191,27 +214,34 @@ class ContradictionPhase:
             "pairsToAnalyse": 0,
             "maxPairs": settings.max_pairs,
             "lastMaintenanceAt": ctx.last_maintenance_at.isoformat() if ctx.last_maintenance_at else None,
+            "partitionsSettled": settled_count,
         }
         if not groups:
+            if settled_count:
+                return _nothing(plan, f"{plural(len(notes), 'active note')}, {plural(settled_count, 'partition')} unchanged since found settled")
             return _nothing(plan, f"{plural(len(notes), 'active note')}, no partition with two or more")
 
         index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
         thresholds: dict[str, float] = {}
         candidates: list[Candidate] = []
-        under_review = _reviewed_pairs(ctx)
         skipped_created = skipped_review = 0
-        for partition in index.partitions(groups).values():
+        unsettled: set[PartitionKey] = set()  # partitions that cannot be marked settled this run
+        partition_of: list[PartitionKey] = []
+        for key, partition in index.partitions(with_vectors(ctx, groups) if lazy else groups).items():
             threshold = thresholds.setdefault(partition.model, index.thresholds(partition.model)[1])
             for i, j, similarity in pairs(partition.vectors, threshold):
                 a, b = partition.notes[i], partition.notes[j]
                 if a.id in overlay.created_by_run and b.id in overlay.created_by_run:
                     skipped_created += 1
+                    unsettled.add(key)
                 elif _ordered(a.id, b.id) in under_review:
                     skipped_review += 1
                 else:
                     since = ctx.last_maintenance_at
                     candidates.append(Candidate(a, b, similarity, is_new(a, since) or is_new(b, since)))
-        candidates.sort(key=Candidate.priority)
+                    partition_of.append(key)
+        order = sorted(range(len(candidates)), key=lambda i: candidates[i].priority())
+        candidates, partition_of = [candidates[i] for i in order], [partition_of[i] for i in order]
         plan.input.update(
             {
                 "candidatePairs": len(candidates),
@@ -222,6 +252,10 @@ class ContradictionPhase:
                 "pairsUnderReview": skipped_review,
             }
         )
+        if marks is not None:
+            with_pairs = set(partition_of)
+            quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
+            marks.record([mark_of[key] for key in quiet], settings.current_time())
         if not candidates:
             return _nothing(
                 plan, f"{plural(len(notes), 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
@@ -238,6 +272,14 @@ class ContradictionPhase:
 
         tally = Tally()
         plan.units = self._units(ctx, [(candidates[i], answered[i]) for i in sorted(answered)], tally)
+        if marks is not None:
+            # settled: every candidate pair answered by a valid verdict, and nothing to change
+            touched = {mu.record_id for unit in plan.units for mu in unit.mutations}
+            for i, key in enumerate(partition_of):
+                answer = answered.get(i)
+                if answer is None or answer.reply is None or touched & set(candidates[i].ids):
+                    unsettled.add(key)
+            marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)], settings.current_time())
         failures = [a.error for a in answers if a.reply is None]
         plan.output = {
             "pairsAnalysed": len(chosen) - stats.failed,
@@ -393,6 +435,17 @@ def _flag(pair: Candidate, reply: ContradictionReply, why: str) -> Unit:
             "similarity": round(pair.similarity, 4),
         },
     )
+
+
+def _marks(ctx: PhaseContext) -> Optional[SettledMarks]:
+    """Return this phase's settled marks, or None when no judge can be built (then every partition is planned)."""
+    from memctl.llm.factory import make_judge
+
+    try:
+        judge: Judge = ctx.service("judge", lambda: make_judge(ctx.settings))
+    except MemctlError:
+        return None
+    return SettledMarks(VerdictCache(ctx.engine, ctx.dry_run), NAME, ctx.settings, judge.model, [judge.template_hash(KIND)], enabled=not ctx.settings.replan)
 
 
 def _reviewed_pairs(ctx: PhaseContext) -> set[tuple[str, str]]:

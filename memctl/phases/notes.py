@@ -10,19 +10,26 @@ import sqlalchemy as sa
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import in_shard
 from memctl.plan import guard_of
-from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
+from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.engine import read
 
+#: IDs per IN-list when reading vectors of a few notes
+CHUNK = 500
+#: above this many notes, read vectors by one scan of the Active notes instead of by ID
+SCAN_ABOVE = 5000
 
-def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any) -> list[NoteRecord]:
+
+def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True) -> list[NoteRecord]:
     """Return the Active notes in scope (plus the overlay's additions), ordered by (created, id).
 
-    `where` adds SQL conditions. Stored vectors are read only when the settings can use them.
+    `where` adds SQL conditions. Stored vectors are read only when the settings can use them,
+    and with `vectors=False` not at all (`with_vectors` reads them later for the notes that
+    need them: most of a large store's bytes are vector text).
     """
     t = m.note
-    wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or ctx.settings.stored_model_id]
+    wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
     conditions = [t.c.Status == "Active", *where]
     if ctx.scope.agent_id:
         conditions.append(t.c.AgentID == ctx.scope.agent_id)
@@ -41,6 +48,40 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any) -> list[NoteRec
             notes.append(added)
     notes.sort(key=order_key)
     return notes
+
+
+def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, list[NoteRecord]]:
+    """Return `groups` with the stored vector text of every note loaded without it.
+
+    Only notes whose EmbeddingModelID is the trusted stored model are read (no other vector is
+    ever used). Few notes: by ID, in chunks; most of the store: one scan of the Active notes.
+    """
+    trusted = (ctx.settings.stored_model_id or "").lower()
+    if not trusted:
+        return groups
+    wanted = {
+        n.id for notes in groups.values() for n in notes
+        if n.embedding_vector is None and (n.embedding_model_id or "").lower() == trusted
+    }
+    if not wanted:
+        return groups
+    t = m.note
+    texts: dict[str, str] = {}
+    with read(ctx.engine) as conn:
+        if len(wanted) > SCAN_ABOVE:
+            query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
+            if ctx.scope.agent_id:
+                query = query.where(t.c.AgentID == ctx.scope.agent_id)
+            rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
+            texts = {note_id: text for note_id, text in ((str(i).lower(), x) for i, x in rows) if note_id in wanted}
+        else:
+            ids = sorted(wanted)
+            for start in range(0, len(ids), CHUNK):
+                query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.ID.in_(ids[start : start + CHUNK]))
+                texts.update((str(i).lower(), x) for i, x in conn.execute(query))
+    # a note gone or changed meanwhile keeps no vector: its partition is embedded by the compute
+    # embedder this run, and its unit's guard stops any change planned on stale data
+    return {key: [with_vector_text(n, texts[n.id]) if n.id in wanted and n.id in texts else n for n in notes] for key, notes in groups.items()}
 
 
 def order_key(note: NoteRecord) -> tuple:

@@ -1,0 +1,118 @@
+"""Settled partitions: a partition whose planning found nothing to do is not planned again until it changes.
+
+Most of a large store is the same from one night to the next. Re-planning an unchanged partition
+decodes its vectors, re-clusters it and re-derives every question only to find each answer in the
+verdict cache and nothing to do. So when a phase plans a partition and finds nothing to do, with
+every question answered (none failed, none left for a later run), it records a *settled mark*: a
+key that hashes everything that planning depends on —
+
+- the phase and a version of this rule;
+- the settings that can change a plan (`plan_settings`: thresholds, cluster sizes, embedder,
+  judge configuration, caps; not secrets, the database, the clock or concurrency);
+- the judge's model and the hashes of its prompt templates;
+- every note of the partition as planning sees it (all its loaded columns, `__mj_UpdatedAt`
+  included, except the vector text: a vector is rewritten with its row, which moves
+  `__mj_UpdatedAt`, as MemberJunction's entity layer and triggers do), and whatever else the
+  phase compares it with (the broader partitions a user partition may be absorbed into; the pairs
+  already under review).
+
+The mark is content-addressed: it says "this exact input plans to nothing", which stays true
+whatever happens later, so it can be written while planning, it needs no undo, and a note edited,
+added or removed, a setting or a prompt changed gives another key and the partition is planned
+again. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run reads them, never
+writes them. `--replan` (settings `replan`) ignores them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import operator
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import sqlalchemy as sa
+
+from memctl.plan import jsonable
+from memctl.records import NoteRecord
+from memctl.settings import Settings
+from memctl.store import models as m
+from memctl.store.engine import read
+from memctl.store.verdicts import VerdictCache
+
+#: bump when what a settled mark covers changes: every old mark is then ignored
+VERSION = 1
+
+#: settings that cannot change what a phase plans (how it runs, where, when, and secrets)
+RUNTIME_SETTINGS = frozenset(
+    {
+        "db_url", "db_schema", "db_auto_upgrade", "llm_api_key", "embed_api_key", "llm_timeout", "llm_max_retries",
+        "llm_concurrency", "embed_batch_size", "now", "gate_hours", "gate_min_new_notes", "lease_seconds", "replan",
+        "max_pairs", "offline_max_pairs", "prune_cap", "note_retention_days", "example_retention_days", "low_score_threshold",
+    }
+)
+
+#: NoteRecord fields left out of a note's state (the vector text: see the module docstring)
+_SKIPPED_FIELDS = frozenset({"embedding_vector"})
+_NOTE_FIELDS = tuple(f.name for f in dataclasses.fields(NoteRecord) if f.name not in _SKIPPED_FIELDS)
+_note_values = operator.attrgetter(*_NOTE_FIELDS)
+
+
+def plan_settings(settings: Settings) -> dict[str, Any]:
+    """Return the settings that can change a plan, as JSON data (no secrets)."""
+    return {
+        f.name: jsonable(getattr(settings, f.name))
+        for f in dataclasses.fields(settings)
+        if f.name not in RUNTIME_SETTINGS
+    }
+
+
+def note_state(note: NoteRecord) -> str:
+    """Return a note as planning sees it, minus its vector text, as canonical text.
+
+    The repr of the tuple of its values (text, numbers, booleans, None and aware UTC datetimes)
+    is unambiguous and about ten times cheaper than JSON of the same values.
+    """
+    return repr(_note_values(note))
+
+
+def notes_digest(notes: Iterable[NoteRecord], extra: Optional[Callable[[NoteRecord], Any]] = None) -> str:
+    """Return a digest of the states of `notes`, whatever their order; `extra(note)` joins each state."""
+    if extra is None:
+        states = sorted(map(note_state, notes))
+    else:
+        states = sorted(f"{note_state(n)}{extra(n)!r}" for n in notes)
+    return hashlib.sha256("\n".join(states).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class SettledMarks:
+    """Look up and record settled marks for one phase in one run."""
+
+    def __init__(self, cache: VerdictCache, phase: str, settings: Settings, judge_model: str, templates: Sequence[str], enabled: bool = True) -> None:
+        self.cache = cache
+        self.kind = f"settled:{phase}"
+        self.model = judge_model
+        self.enabled = enabled
+        self._prefix = [self.kind, VERSION, plan_settings(settings), judge_model, list(templates)]
+
+    def key(self, *parts: Any) -> str:
+        """Return the mark key of a partition described by `parts` (its notes' states and what they meet)."""
+        canonical = json.dumps([*self._prefix, *parts], sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def any(self) -> bool:
+        """Return whether this phase has any mark at all (no: a first run, which plans everything)."""
+        if not self.enabled:
+            return False
+        with read(self.cache.engine) as conn:
+            return conn.execute(sa.select(m.verdict.c.CacheKey).where(m.verdict.c.Kind == self.kind).limit(1)).first() is not None
+
+    def settled(self, keys: Iterable[str]) -> set[str]:
+        """Return which of `keys` are marked settled (none when marks are disabled)."""
+        if not self.enabled:
+            return set()
+        return set(self.cache.get_many(keys))
+
+    def record(self, keys: Iterable[str], now: Any) -> int:
+        """Mark `keys` settled (never in a dry-run); return how many marks were new."""
+        return self.cache.put_many([(key, self.kind, self.model, {"settled": True}) for key in keys], now)
