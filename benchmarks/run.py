@@ -383,6 +383,14 @@ def run_scenario(scenario: Scenario, args: argparse.Namespace, say: Any) -> dict
                     {"kind": "dream", "settings": settings_for(memctl_store, stub, args), "profile": profile(args, scenario, "second")}
                 )
             )
+            # The nightly steady state: nothing changed since the last dream, neither by the
+            # application nor by that dream (the second one changes what the first left to do).
+            say(f"[{scenario.name}] memctl dream (third, nothing changed since the second)...")
+            result["runs"]["memctl-third"] = collect(
+                run_worker(
+                    {"kind": "dream", "settings": settings_for(memctl_store, stub, args), "profile": profile(args, scenario, "third")}
+                )
+            )
         if scenario.baseline and not args.no_baseline:
             sample = args.baseline_sample or scenario.baseline_sample
             say(f"[{scenario.name}] baseline (MJ cost structure{f', sample {sample} notes' if sample else ''})...")
@@ -466,6 +474,13 @@ def targets(scenario: Scenario, result: dict[str, Any]) -> list[dict[str, Any]]:
             f"{scenario.name}: second dream <= 1/5 of the first",
             f"{second['seconds']:.2f} s vs {first['seconds']:.2f} s ({second['seconds'] / max(first['seconds'], 1e-9):.2f}x)",
             second["seconds"] * 5 <= first["seconds"],
+        )
+    if "memctl-third" in runs:
+        third = runs["memctl-third"]
+        add(
+            f"{scenario.name}: third dream (nothing changed since the second) <= 1/5 of the first",
+            f"{third['seconds']:.2f} s vs {first['seconds']:.2f} s ({third['seconds'] / max(first['seconds'], 1e-9):.2f}x), {_calls(third)} LLM calls",
+            third["seconds"] * 5 <= first["seconds"] and _calls(third) == 0,
         )
     if "baseline" in runs:
         ratio = _baseline_seconds(runs["baseline"]) / max(first["seconds"], 1e-9)

@@ -37,7 +37,7 @@ from memctl.plan import jsonable
 from memctl.records import NoteRecord
 from memctl.settings import Settings
 from memctl.store import models as m
-from memctl.store.engine import read
+from memctl.store.engine import read, write
 from memctl.store.verdicts import VerdictCache
 
 #: bump when what a settled mark covers changes: every old mark is then ignored
@@ -94,18 +94,41 @@ class SettledMarks:
         self.model = judge_model
         self.enabled = enabled
         self._prefix = [self.kind, VERSION, plan_settings(settings), judge_model, list(templates)]
+        self._share_key = hashlib.sha256(f"share:{self.kind}".encode()).hexdigest()
 
     def key(self, *parts: Any) -> str:
         """Return the mark key of a partition described by `parts` (its notes' states and what they meet)."""
         canonical = json.dumps([*self._prefix, *parts], sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def any(self) -> bool:
-        """Return whether this phase has any mark at all (no: a first run, which plans everything)."""
+    def mostly_settled(self) -> bool:
+        """Return whether most partitions were settled after this phase's last run (a prediction).
+
+        Then the phase reads notes without their vector text and fetches vectors only for the
+        partitions it plans; otherwise (a first run, a store that changed a lot, --replan) one
+        scan with the vectors is cheaper than two. Only speed depends on this, never a plan.
+        """
         if not self.enabled:
             return False
         with read(self.cache.engine) as conn:
-            return conn.execute(sa.select(m.verdict.c.CacheKey).where(m.verdict.c.Kind == self.kind).limit(1)).first() is not None
+            reply = conn.execute(sa.select(m.verdict.c.Reply).where(m.verdict.c.CacheKey == self._share_key)).scalar()
+        try:
+            share = json.loads(reply) if reply else {}
+            return int(share["settled"]) * 2 >= int(share["partitions"]) > 0
+        except (ValueError, KeyError, TypeError):
+            return False
+
+    def record_share(self, settled: int, partitions: int, now: Any) -> None:
+        """Remember how many of the partitions this run considered are settled now (never in a dry-run)."""
+        if self.cache.dry_run:
+            return
+        row = {
+            "CacheKey": self._share_key, "Kind": f"share:{self.kind}"[:32], "Model": self.model[:255],
+            "Reply": json.dumps({"settled": settled, "partitions": partitions}), "CreatedAt": now,
+        }
+        with write(self.cache.engine) as conn:
+            conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey == self._share_key))
+            conn.execute(m.verdict.insert().values(**row))
 
     def settled(self, keys: Iterable[str]) -> set[str]:
         """Return which of `keys` are marked settled (none when marks are disabled)."""

@@ -487,7 +487,8 @@ def test_an_invalid_reply_leaves_the_cluster_untouched_and_the_step_says_why(db:
     with stub_server(responder=responder) as stub:
         report = consolidate(db, **llm(stub), max_note_chars=100)
     assert report.exit_code == 0 and export(db) == before
-    assert count(db, m.verdict) == 0  # an invalid reply is not cached: the cluster is asked again next run
+    assert count(db, m.verdict, m.verdict.c.Kind == "consolidate") == 0  # an invalid reply is not cached: asked again next run
+    assert count(db, m.verdict, m.verdict.c.Kind == "settled:consolidate") == 0  # nor is its partition settled
     [child] = steps(db, report.run_id, child=True)
     assert child["Success"] is False and child["Status"] == "Failed"
     assert child["output"]["verdict"] == "invalid" and why in child["ErrorMessage"] and why in child["output"]["reason"]

@@ -416,7 +416,8 @@ def test_a_reply_naming_other_notes_or_malformed_changes_nothing(db: Db, stub: L
     assert phase.output["failedReplies"] == 1 and phase.output["contradictionsFound"] == 0
     assert phase.outcome == "failed" and report.exit_code == 1  # no usable answer at all: the operator must know
     with db.engine.connect() as conn:
-        assert conn.execute(sa.select(sa.func.count()).select_from(m.verdict)).scalar_one() == 0  # asked again next run
+        cached = conn.execute(sa.select(sa.func.count()).select_from(m.verdict).where(~m.verdict.c.Kind.startswith("share:"))).scalar_one()
+        assert cached == 0  # neither the reply nor a settled mark: asked again next run
     stub.responder = answer_with(lambda notes: CONTRADICTION)
     detect(db, with_llm(db, stub))
     assert len(stub.chat_requests) == 2 and store.status(old) == "Revoked" and store.status(new) == "Active"

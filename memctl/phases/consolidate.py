@@ -218,9 +218,9 @@ class ConsolidatePhase:
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         settings = ctx.settings
         marks = self._marks(ctx)
-        # With marks about, most partitions are usually settled: their vectors are never read.
-        # Without (a first run, --replan), everything is planned: read the vectors in the same scan.
-        lazy = marks is not None and marks.any()
+        # When most partitions were settled after the last run, read vectors only for the ones
+        # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
+        lazy = marks is not None and marks.mostly_settled()
         notes = load_notes(ctx, overlay, vectors=not lazy)
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
@@ -265,6 +265,8 @@ class ConsolidatePhase:
             plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
             if skipped:
                 plan.message = f"{plural(len(candidates), 'candidate note')}, {plural(len(skipped), 'partition')} unchanged since found settled, nothing else to do"
+            if marks is not None and mark_of:
+                marks.record_share(len(skipped), len(mark_of), settings.current_time())
             plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0, "partitionsSettled": len(skipped)}
             plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
             return plan
@@ -308,6 +310,7 @@ class ConsolidatePhase:
         if marks is not None:
             newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units)
             marks.record([mark_of[k] for k in newly], settings.current_time())
+            marks.record_share(len(skipped) + len(newly), len(mark_of), settings.current_time())
 
         plan.units = [case.unit for case in cases if case.unit is not None] + absorb_units
         plan.children = [self._child(case) for case in cases]

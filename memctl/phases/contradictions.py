@@ -189,7 +189,7 @@ class ContradictionPhase:
 
         settings = ctx.settings
         marks = _marks(ctx)
-        lazy = marks is not None and marks.any()  # read vectors only for partitions not settled
+        lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
         notes = load_notes(ctx, overlay, vectors=not lazy)
         groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
         under_review = _reviewed_pairs(ctx) if groups else set()
@@ -217,6 +217,8 @@ class ContradictionPhase:
             "partitionsSettled": settled_count,
         }
         if not groups:
+            if marks is not None and mark_of:
+                marks.record_share(settled_count, len(mark_of), settings.current_time())
             if settled_count:
                 return _nothing(plan, f"{plural(len(notes), 'active note')}, {plural(settled_count, 'partition')} unchanged since found settled")
             return _nothing(plan, f"{plural(len(notes), 'active note')}, no partition with two or more")
@@ -256,6 +258,8 @@ class ContradictionPhase:
             with_pairs = set(partition_of)
             quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
             marks.record([mark_of[key] for key in quiet], settings.current_time())
+            if not candidates:
+                marks.record_share(settled_count + len(quiet), len(mark_of), settings.current_time())
         if not candidates:
             return _nothing(
                 plan, f"{plural(len(notes), 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
@@ -279,7 +283,9 @@ class ContradictionPhase:
                 answer = answered.get(i)
                 if answer is None or answer.reply is None or touched & set(candidates[i].ids):
                     unsettled.add(key)
-            marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)], settings.current_time())
+            answered_quietly = sorted(set(partition_of) - unsettled, key=str)
+            marks.record([mark_of[key] for key in answered_quietly], settings.current_time())
+            marks.record_share(settled_count + len(quiet) + len(answered_quietly), len(mark_of), settings.current_time())
         failures = [a.error for a in answers if a.reply is None]
         plan.output = {
             "pairsAnalysed": len(chosen) - stats.failed,
