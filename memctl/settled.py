@@ -21,6 +21,11 @@ whatever happens later, so it can be written while planning, it needs no undo, a
 added or removed, a setting or a prompt changed gives another key and the partition is planned
 again. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run reads them, never
 writes them. `--replan` (settings `replan`) ignores them.
+
+Each run also records the share of its partitions that are settled afterwards (one row, kind
+`share:settled:<phase>`): when it is at least half, the next run reads notes without their
+vector text and fetches vectors for the partitions it plans; otherwise one scan with the vectors
+is cheaper. That prediction only ever changes speed, never a plan.
 """
 
 from __future__ import annotations
