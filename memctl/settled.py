@@ -131,9 +131,12 @@ class SettledMarks:
             "CacheKey": self._share_key, "Kind": f"share:{self.kind}"[:32], "Model": self.model[:255],
             "Reply": json.dumps({"settled": settled, "partitions": partitions}), "CreatedAt": now,
         }
-        with write(self.cache.engine) as conn:
-            conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey == self._share_key))
-            conn.execute(m.verdict.insert().values(**row))
+        try:
+            with write(self.cache.engine) as conn:
+                conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey == self._share_key))
+                conn.execute(m.verdict.insert().values(**row))
+        except sa.exc.IntegrityError:
+            pass  # a shard worker wrote it at the same moment: either figure will do for a prediction
 
     def settled(self, keys: Iterable[str]) -> set[str]:
         """Return which of `keys` are marked settled (none when marks are disabled)."""
