@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import mssql
 from conftest import Db
-from factory import NOW, Store
+from factory import NOW, Store, at
 from hypothesis import event, given
 from hypothesis import strategies as st
 from llmstub import LLMStub, Reply
@@ -249,3 +249,49 @@ def test_replan_is_a_flag_of_dream_and_the_llm_phases(phase: str) -> None:
     for command in ("dream", phase):
         result = CliRunner().invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "--replan" in result.output
+
+
+def test_the_fast_guid_reading_of_sqlite_loads_equals_sqlalchemys(db: Db) -> None:
+    """load_notes formats SQLite's stored GUID text itself (speed); it must read exactly what the Uuid type reads."""
+    from memctl.phases.base import Overlay, PhaseContext
+    from memctl.phases.notes import load_notes, sqlite_guid
+    from memctl.records import note_record
+
+    store = Store(db.engine)
+    agent, acme, alice = store.agent(), store.company(), store.user()
+    store.note("a", AgentID=agent, CompanyID=acme, UserID=alice)
+    store.note("b", AgentID=agent.upper())
+    loaded = load_notes(PhaseContext(db.engine, db.settings, NOW), Overlay())
+    with db.engine.connect() as conn:
+        typed = [note_record(dict(r)) for r in conn.execute(sa.select(m.note).where(m.note.c.Status == "Active")).mappings()]
+    by_id = {n.id: n for n in typed}
+    assert len(loaded) == 2 and all(n == by_id[n.id] for n in loaded)
+    assert sqlite_guid("5D0C3C521F434A8E9A57636F6E736F6C") == "5d0c3c52-1f43-4a8e-9a57-636f6e736f6c"
+    with pytest.raises(ValueError):
+        sqlite_guid("not a guid")
+
+
+def test_the_contradictions_phase_reuses_the_notes_consolidate_read_only_when_nothing_changed(db: Db) -> None:
+    store = Store(db.engine)
+    agent = store.agent()
+    topic(store, TOPIC[:3], AgentID=agent)
+    pair(store, "Carol's timezone is CET.", "Carol's timezone is PST.", agent=agent, a_age_days=30, b_age_days=1)
+    loads: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        head = statement.split("FROM")[0]
+        if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and "FOR UPDATE" not in statement and " IN (" not in statement and "ORDER BY" not in statement:
+            loads.append(statement)
+
+    def dream() -> api.RunReport:
+        loads.clear()
+        sa.event.listen(db.engine, "before_cursor_execute", seen)
+        try:
+            return api.dream(at(db.settings, NOW), force=True, engine=db.engine)
+        finally:
+            sa.event.remove(db.engine, "before_cursor_execute", seen)
+
+    first = dream()  # consolidates and resolves: the contradictions phase reads the changed store
+    assert first.phases[0].applied > 0 and len(loads) == 2
+    quiet = dream()  # nothing to change: one read serves both LLM phases
+    assert quiet.phases[0].applied == 0 and quiet.phases[1].applied == 0 and len(loads) == 1

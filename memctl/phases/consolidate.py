@@ -44,7 +44,7 @@ from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext, Scope
 from memctl.phases.common import plural
-from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
+from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, notes_digest
@@ -216,12 +216,23 @@ class ConsolidatePhase:
     step_name = STEP_NAME
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        try:
+            plan = self._plan(ctx, overlay)
+        except BaseException:
+            ctx.services.pop(SNAPSHOT, None)
+            raise
+        if plan.units:  # the store will change: the contradictions phase must read it again
+            ctx.services.pop(SNAPSHOT, None)
+        return plan
+
+    def _plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         settings = ctx.settings
         marks = self._marks(ctx)
         # When most partitions were settled after the last run, read vectors only for the ones
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
         lazy = marks is not None and marks.mostly_settled()
         notes = load_notes(ctx, overlay, vectors=not lazy)
+        ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]

@@ -43,7 +43,7 @@ from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
-from memctl.phases.notes import by_partition, consolidatable, load_notes, note_guard, with_vectors
+from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, with_vectors
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, notes_digest
@@ -189,8 +189,12 @@ class ContradictionPhase:
 
         settings = ctx.settings
         marks = _marks(ctx)
-        lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
-        notes = load_notes(ctx, overlay, vectors=not lazy)
+        snapshot = ctx.services.pop(SNAPSHOT, None)
+        if snapshot is not None:  # this run's consolidate phase read the store and changed nothing
+            notes, lazy = snapshot.notes, not snapshot.with_vectors
+        else:
+            lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
+            notes = load_notes(ctx, overlay, vectors=not lazy)
         groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
         under_review = _reviewed_pairs(ctx) if groups else set()
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections import defaultdict
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
@@ -15,10 +18,23 @@ from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.engine import read
 
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 #: IDs per IN-list when reading vectors of a few notes
 CHUNK = 500
 #: above this many notes, read vectors by one scan of the Active notes instead of by ID
 SCAN_ABOVE = 5000
+
+
+#: ctx.services key of the notes the consolidate phase loaded, left for the contradictions phase
+SNAPSHOT = "active notes snapshot"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The Active notes one phase loaded, for the next phase when the first one changed nothing."""
+
+    notes: list[NoteRecord]
+    with_vectors: bool
 
 
 def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True) -> list[NoteRecord]:
@@ -33,13 +49,19 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     conditions = [t.c.Status == "Active", *where]
     if ctx.scope.agent_id:
         conditions.append(t.c.AgentID == ctx.scope.agent_id)
-    query = sa.select(*[t.c[c] for c in wanted]).where(*conditions)
+    # On SQLite, GUID columns are read as their stored text and formatted here: SQLAlchemy's Uuid
+    # result processing builds a uuid.UUID per value (7 per row: ~40 % of a 100k-row load).
+    fast = [c for c in wanted if isinstance(t.c[c].type, sa.Uuid)] if ctx.engine.dialect.name == "sqlite" else []
+    columns = [sa.type_coerce(t.c[c], sa.String).label(c) if c in fast else t.c[c] for c in wanted]
+    query = sa.select(*columns).where(*conditions)
     with_vector = "EmbeddingVector" in wanted
     notes: list[NoteRecord] = []
     with read(ctx.engine) as conn:
         for row in conn.execute(query.execution_options(yield_per=5000)):
             # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
             values = dict(zip(wanted, row))
+            for column in fast:
+                values[column] = sqlite_guid(values[column])
             if str(values["ID"]).lower() in overlay.removed or not in_shard(values, ctx.scope):
                 continue
             notes.append(note_record(values, with_vector=with_vector))
@@ -48,6 +70,19 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
             notes.append(added)
     notes.sort(key=order_key)
     return notes
+
+
+def sqlite_guid(value: Optional[str]) -> Optional[str]:
+    """Return a GUID column's text as SQLAlchemy's Uuid type reads it on SQLite (lowercase, dashed).
+
+    The type stores 32 hex digits; anything else is parsed as uuid.UUID would (and fails as loudly).
+    """
+    if value is None:
+        return None
+    if _HEX32.fullmatch(value):
+        low = value.lower()
+        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
+    return str(uuid.UUID(value))
 
 
 def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, list[NoteRecord]]:
