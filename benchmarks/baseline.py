@@ -47,7 +47,7 @@ from memctl.llm.factory import make_judge
 from memctl.phases.archive import Retention, example_verdict, note_verdict
 from memctl.phases.contradictions import authority, protection
 from memctl.phases.notes import consolidatable
-from memctl.records import NOTE_COLUMNS, note_record
+from memctl.records import NOTE_COLUMNS, NoteRecord, note_record
 from memctl.settings import Settings
 from memctl.similarity import partition_key
 from memctl.store import models as m
@@ -192,6 +192,12 @@ class Baseline:
                 )
             )
 
+    def _notes_index(self) -> tuple[list[dict[str, Any]], list[NoteRecord], np.ndarray, np.ndarray]:
+        """Load the Active notes oldest first, their records, vector matrix and partition of each row."""
+        rows = sorted(self._load_notes(), key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
+        records = [note_record(r) for r in rows]
+        return rows, records, self._index(rows), np.array([hash(partition_key(n)) for n in records])
+
     def _walk(self, count: int) -> int:
         return min(count, self.sample) if self.sample else count
 
@@ -199,10 +205,7 @@ class Baseline:
     def consolidate(self) -> PhaseResult:
         result = PhaseResult()
         started = time.monotonic()
-        rows = sorted(self._load_notes(), key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
-        records = [note_record(r) for r in rows]
-        matrix = self._index(rows)
-        partitions = np.array([hash(partition_key(n)) for n in records])
+        rows, records, matrix, partitions = self._notes_index()
         free = np.array([consolidatable(n) for n in records])
         threshold = self._thresholds()[0]
         reference = self.now.date().isoformat()
@@ -270,10 +273,7 @@ class Baseline:
     def contradictions(self) -> PhaseResult:
         result = PhaseResult()
         started = time.monotonic()
-        rows = sorted(self._load_notes(), key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
-        records = [note_record(r) for r in rows]
-        matrix = self._index(rows)
-        partitions = np.array([hash(partition_key(n)) for n in records])
+        rows, records, matrix, partitions = self._notes_index()
         everyone = np.ones(len(rows), dtype=bool)
         threshold = self._thresholds()[1]
         asked: set[frozenset[int]] = set()

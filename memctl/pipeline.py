@@ -176,7 +176,7 @@ def execute(
         if not dry_run:
             recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX)
             report.run_id = recorder.run_id
-            gate_step = (GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"})
+            gate_step = FinishedStep(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"}, success=True)
             recorder.record_finished_run(report.message, report.to_dict(), [gate_step])
         report.seconds = time.monotonic() - started
         return report

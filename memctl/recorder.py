@@ -163,20 +163,11 @@ class RunRecorder:
         with self._mutex:
             first = self._step_number + 1
             self._step_number += len(steps)
-        now = self.clock()
-        rows = [
-            {
-                "ID": str(uuid.uuid4()), "AgentRunID": self.run_id, "ParentID": parent_id, "StepNumber": number,
-                "StepType": step.step_type, "StepName": step.name, "Status": "Completed" if step.success else "Failed",
-                "Success": step.success, "StartedAt": now, "CompletedAt": now, "InputData": to_json(step.input_data),
-                "OutputData": to_json(step.output_data), "ErrorMessage": step.error, "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
-            }
-            for number, step in enumerate(steps, start=first)
-        ]
+        rows = _finished_step_rows(self.run_id, steps, parent_id, first, self.clock())
         with write(self.engine) as conn:
             conn.execute(m.run_step.insert(), rows)
 
-    def record_finished_run(self, message: str, result: Any, steps: list[tuple[str, str, Any, Any]]) -> str:
+    def record_finished_run(self, message: str, result: Any, steps: Sequence[FinishedStep]) -> str:
         """Write a run that is already over (a gate skip) and its steps in one transaction.
 
         One transaction, so a process killed meanwhile leaves no Running run behind that no lease
@@ -190,14 +181,7 @@ class RunRecorder:
         with write(self.engine) as conn:
             ensure_memctl_agent(conn, now)
             conn.execute(m.run.insert().values(**run_values))
-            for number, (name, step_type, input_data, output_data) in enumerate(steps, start=1):
-                conn.execute(
-                    m.run_step.insert().values(
-                        ID=str(uuid.uuid4()), AgentRunID=self.run_id, StepNumber=number, StepType=step_type, StepName=name,
-                        Status="Completed", Success=True, StartedAt=now, CompletedAt=now, InputData=to_json(input_data),
-                        OutputData=to_json(output_data), __mj_CreatedAt=now, __mj_UpdatedAt=now,
-                    )
-                )
+            conn.execute(m.run_step.insert(), _finished_step_rows(self.run_id, steps, None, 1, now))
         assert self.run_id is not None
         return self.run_id
 
@@ -212,6 +196,19 @@ class RunRecorder:
                     Message=message, Result=to_json(result), ErrorMessage=error, __mj_UpdatedAt=now,
                 )
             )
+
+
+def _finished_step_rows(run_id: Optional[str], steps: Sequence[FinishedStep], parent_id: Optional[str], first: int, now: datetime) -> list[dict[str, Any]]:
+    """Return AIAgentRunStep rows of steps that are already over, numbered from `first`."""
+    return [
+        {
+            "ID": str(uuid.uuid4()), "AgentRunID": run_id, "ParentID": parent_id, "StepNumber": number,
+            "StepType": step.step_type, "StepName": step.name, "Status": "Completed" if step.success else "Failed",
+            "Success": step.success, "StartedAt": now, "CompletedAt": now, "InputData": to_json(step.input_data),
+            "OutputData": to_json(step.output_data), "ErrorMessage": step.error, "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
+        }
+        for number, step in enumerate(steps, start=first)
+    ]
 
 
 def close_dead_run(conn: sa.Connection, run_id: str, now: datetime, why: str) -> int:

@@ -22,7 +22,7 @@ added or removed, a setting or a prompt changed gives another key and the partit
 again. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run reads them, never
 writes them. `--replan` (settings `replan`) ignores them.
 
-Each run also records the share of its partitions that are settled afterwards (one row, kind
+Each run also records (`save_share`) the share of its partitions that are settled afterwards (one row, kind
 `share:settled:<phase>`): when it is at least half, the next run reads notes without their
 vector text and fetches vectors for the partitions it plans; otherwise one scan with the vectors
 is cheaper. That prediction only ever changes speed, never a plan.
@@ -38,6 +38,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import sqlalchemy as sa
 
+from memctl.errors import MemctlError
+from memctl.phases.base import PhaseContext
 from memctl.plan import jsonable
 from memctl.records import NoteRecord
 from memctl.settings import Settings
@@ -93,13 +95,18 @@ def notes_digest(notes: Iterable[NoteRecord], extra: Optional[Callable[[NoteReco
 class SettledMarks:
     """Look up and record settled marks for one phase in one run."""
 
-    def __init__(self, cache: VerdictCache, phase: str, settings: Settings, judge_model: str, templates: Sequence[str], enabled: bool = True) -> None:
+    def __init__(
+        self, cache: VerdictCache, phase: str, settings: Settings, judge_model: str, templates: Sequence[str], now: Any, enabled: bool = True
+    ) -> None:
         self.cache = cache
         self.kind = f"settled:{phase}"
         self.model = judge_model
         self.enabled = enabled
         self._prefix = [self.kind, VERSION, plan_settings(settings), judge_model, list(templates)]
         self._share_key = hashlib.sha256(f"share:{self.kind}".encode()).hexdigest()
+        self._now = now
+        # this run's tally, for the share `save_share` records
+        self.considered = self.skipped = self.marked = 0
 
     def key(self, *parts: Any) -> str:
         """Return the mark key of a partition described by `parts` (its notes' states and what they meet)."""
@@ -123,13 +130,13 @@ class SettledMarks:
         except (ValueError, KeyError, TypeError):
             return False
 
-    def record_share(self, settled: int, partitions: int, now: Any) -> None:
+    def save_share(self) -> None:
         """Remember how many of the partitions this run considered are settled now (never in a dry-run)."""
-        if self.cache.dry_run:
+        if self.cache.dry_run or not self.considered:
             return
         row = {
             "CacheKey": self._share_key, "Kind": f"share:{self.kind}"[:32], "Model": self.model[:255],
-            "Reply": json.dumps({"settled": settled, "partitions": partitions}), "CreatedAt": now,
+            "Reply": json.dumps({"settled": self.skipped + self.marked, "partitions": self.considered}), "CreatedAt": self._now,
         }
         try:
             with write(self.cache.engine) as conn:
@@ -139,11 +146,32 @@ class SettledMarks:
             pass  # a shard worker wrote it at the same moment: either figure will do for a prediction
 
     def settled(self, keys: Iterable[str]) -> set[str]:
-        """Return which of `keys` are marked settled (none when marks are disabled)."""
-        if not self.enabled:
-            return set()
-        return set(self.cache.get_many(keys))
+        """Return which of `keys` (every partition this run considers) are marked settled (none when disabled)."""
+        keys = list(keys)
+        self.considered += len(keys)
+        found = set(self.cache.get_many(keys)) if self.enabled else set()
+        self.skipped += len(found)
+        return found
 
-    def record(self, keys: Iterable[str], now: Any) -> int:
+    def record(self, keys: Iterable[str]) -> int:
         """Mark `keys` settled (never in a dry-run); return how many marks were new."""
-        return self.cache.put_many([(key, self.kind, self.model, {"settled": True}) for key in keys], now)
+        entries = [(key, self.kind, self.model, {"settled": True}) for key in keys]
+        self.marked += len(entries)
+        return self.cache.put_many(entries, self._now)
+
+
+def marks_for(ctx: PhaseContext, phase: str, kinds: Sequence[str]) -> Optional[SettledMarks]:
+    """Return the settled marks of `phase` (whose judge asks questions of `kinds`) for this run.
+
+    None when no judge can be built: then every partition is planned, and the phase fails only
+    if it must actually ask something.
+    """
+    from memctl.llm.factory import make_judge
+
+    try:
+        judge = ctx.service("judge", lambda: make_judge(ctx.settings))
+    except MemctlError:
+        return None
+    templates = [judge.template_hash(kind) for kind in kinds]
+    cache = VerdictCache(ctx.engine, ctx.dry_run)
+    return SettledMarks(cache, phase, ctx.settings, judge.model, templates, ctx.settings.current_time(), enabled=not ctx.settings.replan)

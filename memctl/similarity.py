@@ -44,13 +44,14 @@ def _normalise_id(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
-_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: a GUID in its usual spelling, either case
+GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 def _normalise_record_id(value: str | None) -> str | None:
     # Another system's record keys may be case- and space-sensitive ("Acct-7" and "acct-7" can
     # be two records): only a GUID, whose spelling carries no meaning, is compared ignoring case.
-    return value.lower() if value is not None and _GUID.fullmatch(value) else value
+    return value.lower() if value is not None and GUID.fullmatch(value) else value
 
 
 def normalise_scopes(raw: str | None) -> str | None:

@@ -37,7 +37,6 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from memctl.embed.stored import encode_vector
-from memctl.errors import MemctlError
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
@@ -47,7 +46,7 @@ from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
-from memctl.settled import SettledMarks, notes_digest
+from memctl.settled import SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
@@ -216,18 +215,20 @@ class ConsolidatePhase:
     step_name = STEP_NAME
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        marks = marks_for(ctx, NAME, ["consolidate", "absorb"])
         try:
-            plan = self._plan(ctx, overlay)
+            plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
             raise
         if plan.units:  # the store will change: the contradictions phase must read it again
             ctx.services.pop(SNAPSHOT, None)
+        if marks is not None:
+            marks.save_share()
         return plan
 
-    def _plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+    def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
         settings = ctx.settings
-        marks = self._marks(ctx)
         # When most partitions were settled after the last run, read vectors only for the ones
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
         lazy = marks is not None and marks.mostly_settled()
@@ -276,8 +277,6 @@ class ConsolidatePhase:
             plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
             if skipped:
                 plan.message = f"{plural(len(candidates), 'candidate note')}, {plural(len(skipped), 'partition')} unchanged since found settled, nothing else to do"
-            if marks is not None and mark_of:
-                marks.record_share(len(skipped), len(mark_of), settings.current_time())
             plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0, "partitionsSettled": len(skipped)}
             plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
             return plan
@@ -320,8 +319,7 @@ class ConsolidatePhase:
         absorb_units = [u for u in (self._absorb_unit(ctx, case) for case in absorptions) if u is not None]
         if marks is not None:
             newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units)
-            marks.record([mark_of[k] for k in newly], settings.current_time())
-            marks.record_share(len(skipped) + len(newly), len(mark_of), settings.current_time())
+            marks.record([mark_of[k] for k in newly])
 
         plan.units = [case.unit for case in cases if case.unit is not None] + absorb_units
         plan.children = [self._child(case) for case in cases]
@@ -349,16 +347,6 @@ class ConsolidatePhase:
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
         )
         return plan
-
-    @staticmethod
-    def _marks(ctx: PhaseContext) -> Optional[SettledMarks]:
-        """Return the settled marks of this phase, or None when they cannot be used this run."""
-        try:
-            judge: Judge = ctx.service("judge", lambda: make_judge(ctx.settings))
-        except MemctlError:
-            return None  # no usable judge: plan everything, and fail only if a question must be asked
-        templates = [judge.template_hash("consolidate"), judge.template_hash("absorb")]
-        return SettledMarks(VerdictCache(ctx.engine, ctx.dry_run), NAME, ctx.settings, judge.model, templates, enabled=not ctx.settings.replan)
 
     # --- clusters --------------------------------------------------------------------------
 

@@ -27,7 +27,6 @@ partitions actually paired.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -37,7 +36,6 @@ from typing import Any, Optional, Sequence
 import sqlalchemy as sa
 from pydantic import ValidationError
 
-from memctl.errors import MemctlError
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_all, question_key
@@ -46,8 +44,8 @@ from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, with_vectors
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
-from memctl.settled import SettledMarks, notes_digest
-from memctl.similarity import pairs
+from memctl.settled import SettledMarks, marks_for, notes_digest
+from memctl.similarity import GUID, pairs
 from memctl.store import models as m
 from memctl.store.engine import read
 from memctl.store.verdicts import VerdictCache
@@ -59,7 +57,6 @@ KIND = "contradiction"
 SUPERSEDE_AFTER = timedelta(days=7)
 #: the namespace of review-row IDs: one row per pair, so its ID is derived from the pair
 REVIEW_NS = uuid.UUID("0b6c2f1e-4d0a-5c43-9a7e-6d656d63746c")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 @dataclass(frozen=True)
@@ -132,8 +129,8 @@ def foreign_ids(raw: Optional[str], pair: Candidate) -> set[str]:
         return set()
     allowed = set(pair.ids)
     for note in (pair.a, pair.b):
-        allowed.update(found.lower() for found in _UUID.findall(note.note))
-    return {found.lower() for found in _UUID.findall(raw)} - allowed
+        allowed.update(found.lower() for found in GUID.findall(note.note))
+    return {found.lower() for found in GUID.findall(raw)} - allowed
 
 
 def reply_problem(question: Question, reply: Any) -> Optional[str]:
@@ -184,11 +181,17 @@ class ContradictionPhase:
     step_name = STEP_NAME
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        marks = marks_for(ctx, NAME, [KIND])
+        plan = self._plan(ctx, overlay, marks)
+        if marks is not None:
+            marks.save_share()
+        return plan
+
+    def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
         from memctl.llm.factory import make_compute_embedder, make_judge
         from memctl.vectors import VectorIndex
 
         settings = ctx.settings
-        marks = _marks(ctx)
         snapshot = ctx.services.pop(SNAPSHOT, None)
         if snapshot is not None:  # this run's consolidate phase read the store and changed nothing
             notes, lazy = snapshot.notes, not snapshot.with_vectors
@@ -221,8 +224,6 @@ class ContradictionPhase:
             "partitionsSettled": settled_count,
         }
         if not groups:
-            if marks is not None and mark_of:
-                marks.record_share(settled_count, len(mark_of), settings.current_time())
             if settled_count:
                 return _nothing(plan, f"{plural(len(notes), 'active note')}, {plural(settled_count, 'partition')} unchanged since found settled")
             return _nothing(plan, f"{plural(len(notes), 'active note')}, no partition with two or more")
@@ -261,9 +262,7 @@ class ContradictionPhase:
         if marks is not None:
             with_pairs = set(partition_of)
             quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
-            marks.record([mark_of[key] for key in quiet], settings.current_time())
-            if not candidates:
-                marks.record_share(settled_count + len(quiet), len(mark_of), settings.current_time())
+            marks.record([mark_of[key] for key in quiet])
         if not candidates:
             return _nothing(
                 plan, f"{plural(len(notes), 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
@@ -287,9 +286,7 @@ class ContradictionPhase:
                 answer = answered.get(i)
                 if answer is None or answer.reply is None or touched & set(candidates[i].ids):
                     unsettled.add(key)
-            answered_quietly = sorted(set(partition_of) - unsettled, key=str)
-            marks.record([mark_of[key] for key in answered_quietly], settings.current_time())
-            marks.record_share(settled_count + len(quiet) + len(answered_quietly), len(mark_of), settings.current_time())
+            marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
         failures = [a.error for a in answers if a.reply is None]
         plan.output = {
             "pairsAnalysed": len(chosen) - stats.failed,
@@ -445,17 +442,6 @@ def _flag(pair: Candidate, reply: ContradictionReply, why: str) -> Unit:
             "similarity": round(pair.similarity, 4),
         },
     )
-
-
-def _marks(ctx: PhaseContext) -> Optional[SettledMarks]:
-    """Return this phase's settled marks, or None when no judge can be built (then every partition is planned)."""
-    from memctl.llm.factory import make_judge
-
-    try:
-        judge: Judge = ctx.service("judge", lambda: make_judge(ctx.settings))
-    except MemctlError:
-        return None
-    return SettledMarks(VerdictCache(ctx.engine, ctx.dry_run), NAME, ctx.settings, judge.model, [judge.template_hash(KIND)], enabled=not ctx.settings.replan)
 
 
 def _reviewed_pairs(ctx: PhaseContext) -> set[tuple[str, str]]:
