@@ -20,6 +20,7 @@ from memctl import api
 from memctl.cli import app
 from memctl.store import models as m
 from memctl.store import schema
+from memctl.store.capabilities import values_allowed
 from mj_fixture import MJ_TABLES, NEWEST_ONLY, catalog, mj_database, mj_ddl
 
 runner = CliRunner()
@@ -224,3 +225,12 @@ def test_adoption_statements_render_for_sql_server(pg_schema: str, tmp_path: Pat
     assert any(s.startswith(f"CREATE TABLE {pg_schema}.memctl_change") and "DATETIMEOFFSET" in s for s in statements)
     mj_statements = [s for s in statements if "memctl_" not in s and not s.startswith("IF SCHEMA_ID")]
     assert len(mj_statements) == len(ADDED_NOTE_COLUMNS) + 1 and all(s.startswith(f"ALTER TABLE {pg_schema}.[AIAgentNote] ADD ") for s in mj_statements)
+
+
+def test_refused_values_are_read_from_each_dialects_check_text() -> None:
+    mssql = ("CK__AIAgentEx__Statu__1A2B", "([Status]='Revoked' OR [Status]='Pending' OR [Status]='Active')")
+    postgres = ("AIAgentExample_Status_check", """(("Status")::text = ANY ((ARRAY['Active'::character varying, 'Archived'::character varying])::text[]))""")
+    other = ("CK_score", "([SuccessScore]>=(0) AND [SuccessScore]<=(100))")
+    assert values_allowed("Status", [mssql, other]) == (frozenset({"Active", "Pending", "Revoked"}), "CK__AIAgentEx__Statu__1A2B")
+    assert values_allowed("Status", [postgres])[0] == frozenset({"Active", "Archived"})
+    assert values_allowed("Status", [other]) == (None, "")

@@ -52,16 +52,25 @@ class Refusal:
 
 def allowed_values(conn: Connection, table: str, column: str, schema: Optional[str]) -> tuple[Optional[frozenset[str]], str]:
     """Return the values the table's checks on `column` allow (None: unconstrained) and the checks' names."""
+    checks = sa.inspect(conn).get_check_constraints(table, schema=schema)
+    return values_allowed(column, [(str(c.get("name") or "(unnamed)"), c.get("sqltext") or "") for c in checks])
+
+
+def values_allowed(column: str, checks: list[tuple[str, str]]) -> tuple[Optional[frozenset[str]], str]:
+    """Return the string values a set of (name, check text) allows in `column`, on any dialect's spelling.
+
+    PostgreSQL reflects `(("Status")::text = ANY (ARRAY['Active'::character varying, ...]))`,
+    SQL Server `([Status]='Active' OR [Status]='Pending')`, SQLite the text as written.
+    """
     allowed: Optional[frozenset[str]] = None
     names = []
     pattern = re.compile(rf"""(?<![A-Za-z0-9_])["\[`]?{re.escape(column)}["\]`]?(?![A-Za-z0-9_])""")
-    for check in sa.inspect(conn).get_check_constraints(table, schema=schema):
-        text = check.get("sqltext") or ""
+    for name, text in checks:
         if not pattern.search(text):
             continue
         values = frozenset(v.replace("''", "'") for v in _LITERAL.findall(text))
         allowed = values if allowed is None else allowed & values
-        names.append(str(check.get("name") or "(unnamed)"))
+        names.append(name)
     return allowed, ", ".join(names)
 
 
