@@ -19,9 +19,13 @@ What each part follows (paths in the MemberJunction/MJ repository):
 - ConsolidatedIntoNoteID (self-FK + FK index), ConsolidationCount, DerivedFromNoteIDs,
   ProtectionTier (default 'Standard', CHECK), ImportanceScore DECIMAL(5,2), AIAgentRun.CompanyID:
   the v5.26 "Memory Consolidation Schema Enhancement" migration (PostgreSQL conversion read).
-- AuthorType ('Agent','MemoryManager','User', default 'MemoryManager'), AIAgent.AllowMemoryWrite,
-  the note Status CHECK ('Active','Pending','Revoked','Archived','Provisional'): the "Agent
-  In-Flight Memory Writes" migration and its PostgreSQL conversion.
+- The note author column ('Agent','MemoryManager','User', default 'MemoryManager'),
+  AIAgent.AllowMemoryWrite (BIT NOT NULL DEFAULT 0; MJ names its SQL Server defaults
+  DF_..., the rendering here leaves them unnamed), the note Status
+  check CK_AIAgentNote_Status ('Active','Pending','Revoked','Archived','Provisional'): the "Agent
+  In-Flight Memory Writes" migration. Its SQL Server text names the author column `AuthoredBy`
+  (DF_AIAgentNote_AuthoredBy, CK_AIAgentNote_AuthoredBy); its PostgreSQL conversion names it
+  `AuthorType` (../shared/mj/SOURCES.md). The fixture follows each dialect's name.
 - EmbeddingVectorBinary (BYTEA / VARBINARY(MAX)) on notes and examples, the FK indexes, the
   per-table update trigger: ``V202610061614__v6.2.x__Binary_Vector_Columns`` (SQL Server and
   ``.pg.sql`` variants). On SQL Server the indexes are ``IDX_AUTO_MJ_FKEY_<Table>_<Column>`` and
@@ -56,7 +60,7 @@ NEWEST_ONLY = {
     "AIAgentRun": ("CompanyID",),
     "AIAgentNote": (
         "ConsolidatedIntoNoteID", "ConsolidationCount", "DerivedFromNoteIDs", "ProtectionTier", "ImportanceScore",
-        "AuthorType", "EmbeddingVectorBinary",
+        "AuthorType", "AuthoredBy", "EmbeddingVectorBinary",
     ),
     "AIAgentExample": ("EmbeddingVectorBinary",),
 }
@@ -125,9 +129,11 @@ def _int(name: str, default: int | None = None, nullable: bool = False) -> sa.Co
     return sa.Column(name, sa.Integer(), nullable=nullable, server_default=None if default is None else sa.text(str(default)))
 
 
-def _choice(name: str, length: int, values: tuple[str, ...], default: str | None, nullable: bool = False) -> sa.Column:
-    """A string column with MJ's CHECK (column IN (...)) and default."""
-    return sa.Column(name, sa.Unicode(length), nullable=nullable, server_default=default, info={"check": sa.column(name).in_(values)})
+def _choice(name: str, length: int, values: tuple[str, ...], default: str | None, nullable: bool = False, check_name: str | None = None) -> sa.Column:
+    """A string column with MJ's CHECK (column IN (...)) and default; the check is unnamed unless MJ names it."""
+    return sa.Column(
+        name, sa.Unicode(length), nullable=nullable, server_default=default, info={"check": sa.column(name).in_(values), "check_name": check_name}
+    )
 
 
 def _audit() -> list[sa.Column]:
@@ -139,8 +145,8 @@ def _fk(column: str, table: str, schema: str) -> sa.ForeignKeyConstraint:
     return sa.ForeignKeyConstraint([column], [f"{schema}.{table}.ID"])
 
 
-def build_metadata(schema: str, version: str = "newest") -> tuple[sa.MetaData, dict[str, list[str]]]:
-    """Return MJ's tables in `schema` at `version`, and the FK-indexed columns of each table."""
+def build_metadata(schema: str, version: str = "newest", dialect: str = "postgresql") -> tuple[sa.MetaData, dict[str, list[str]]]:
+    """Return MJ's tables in `schema` at `version` as MJ builds them on `dialect`, and each table's FK-indexed columns."""
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
     newest = version == "newest"
@@ -151,7 +157,7 @@ def build_metadata(schema: str, version: str = "newest") -> tuple[sa.MetaData, d
         keep = [i for i in items if newest or not (isinstance(i, sa.Column) and i.name in NEWEST_ONLY.get(name, ()))]
         keep = [i for i in keep if newest or not (isinstance(i, sa.ForeignKeyConstraint) and set(i.column_keys) & set(NEWEST_ONLY.get(name, ())))]
         # Unnamed, as MJ declares them: the database names each check (PostgreSQL: <table>_<column>_check).
-        checks = [sa.CheckConstraint(i.info["check"]) for i in keep if isinstance(i, sa.Column) and "check" in i.info]
+        checks = [sa.CheckConstraint(i.info["check"], name=i.info.get("check_name")) for i in keep if isinstance(i, sa.Column) and "check" in i.info]
         sa.Table(name, md, *keep, *_audit(), *checks)
         indexed[name] = [c for c in fk_columns if newest or c not in NEWEST_ONLY.get(name, ())]
 
@@ -293,7 +299,7 @@ def build_metadata(schema: str, version: str = "newest") -> tuple[sa.MetaData, d
         _text("Comments"),
         # v3.3 dropped the note Status CHECK ('Archived' became metadata only); the in-flight
         # memory-write migration put one back that allows 'Archived' and 'Provisional'.
-        _choice("Status", 20, note_statuses, "Active") if newest else sa.Column("Status", sa.Unicode(20), nullable=False, server_default="Active"),
+        _choice("Status", 20, note_statuses, "Active", check_name="CK_AIAgentNote_Status") if newest else sa.Column("Status", sa.Unicode(20), nullable=False, server_default="Active"),
         _uuid("SourceConversationID"),
         _uuid("SourceConversationDetailID"),
         _uuid("SourceAIAgentRunID"),
@@ -311,7 +317,9 @@ def build_metadata(schema: str, version: str = "newest") -> tuple[sa.MetaData, d
         _text("DerivedFromNoteIDs"),
         _choice("ProtectionTier", 20, ("Immutable", "Protected", "Standard", "Ephemeral"), "Standard"),
         sa.Column("ImportanceScore", sa.Numeric(5, 2)),
-        _choice("AuthorType", 20, ("Agent", "MemoryManager", "User"), "MemoryManager"),
+        _choice("AuthoredBy", 20, ("Agent", "MemoryManager", "User"), "MemoryManager", check_name="CK_AIAgentNote_AuthoredBy")
+        if dialect == "mssql"
+        else _choice("AuthorType", 20, ("Agent", "MemoryManager", "User"), "MemoryManager"),
         sa.Column("EmbeddingVectorBinary", sa.LargeBinary()),
         _fk("AgentID", "AIAgent", schema),
         _fk("AgentNoteTypeID", "AIAgentNoteType", schema),
@@ -421,7 +429,7 @@ def _dialect(name: str) -> sa.engine.Dialect:
 
 def mj_ddl(dialect: str, schema: str, version: str = "newest") -> list[str]:
     """Return the statements that build MJ's agent-memory tables in `schema`, rendered for `dialect`."""
-    md, indexed = build_metadata(schema, version)
+    md, indexed = build_metadata(schema, version, dialect)
     target = _dialect(dialect)
     statements = [f"IF SCHEMA_ID(N'{schema}') IS NULL EXEC(N'CREATE SCHEMA [{schema}]')" if dialect == "mssql" else f'CREATE SCHEMA IF NOT EXISTS "{schema}"']
     for table in md.sorted_tables:

@@ -72,7 +72,9 @@ def test_the_fixture_builds_mj_tables_with_checks_fks_indexes_and_triggers(pg_sc
     note = objects["AIAgentNote"]
     assert all(objects[t]["triggers"] for t in MJ_TABLES)
     assert ("AIAgentNote_ConsolidatedIntoNoteID_fkey" in note["constraints"]) == (version == "newest")
-    assert set(NEWEST_ONLY["AIAgentNote"]) <= set(note["columns"]) if version == "newest" else not set(NEWEST_ONLY["AIAgentNote"]) & set(note["columns"])
+    newest_note_columns = set(NEWEST_ONLY["AIAgentNote"]) - {"AuthoredBy"}  # SQL Server's name for AuthorType
+    assert newest_note_columns <= set(note["columns"]) if version == "newest" else not newest_note_columns & set(note["columns"])
+    assert ("CK_AIAgentNote_Status" in note["constraints"]) == (version == "newest")
     assert "Archived" not in objects["AIAgentExample"]["constraints"]["AIAgentExample_Status_check"]
     fk_index = "idx_auto_mj_fkey_ai_agent_note_agent_id" if version == "newest" else "IDX_AUTO_MJ_FKEY_AIAgentNote_AgentID"
     assert fk_index in note["indexes"]
@@ -100,6 +102,9 @@ def test_the_fixture_renders_for_sql_server(version: str) -> None:
     assert "CHECK ([Status] IN ('Active', 'Pending', 'Revoked'))" in ddl
     assert ("[EmbeddingVectorBinary] VARBINARY(max) NULL" in ddl) == (version == "newest")
     assert ("CHECK ([ProtectionTier] IN ('Immutable', 'Protected', 'Standard', 'Ephemeral'))" in ddl) == (version == "newest")
+    # The SQL Server migration calls the note author column AuthoredBy (PostgreSQL's conversion: AuthorType).
+    assert ("CONSTRAINT [CK_AIAgentNote_AuthoredBy] CHECK ([AuthoredBy] IN ('Agent', 'MemoryManager', 'User'))" in ddl) == (version == "newest")
+    assert ("CONSTRAINT [CK_AIAgentNote_Status] CHECK ([Status] IN ('Active', 'Pending', 'Revoked', 'Archived', 'Provisional'))" in ddl) == (version == "newest")
 
 
 def test_mj_db_fixture_yields_an_upgraded_store(mj_db: MjDb) -> None:
