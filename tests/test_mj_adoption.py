@@ -77,7 +77,7 @@ def test_the_fixture_builds_mj_tables_with_checks_fks_indexes_and_triggers(pg_sc
     assert ("CK_AIAgentNote_Status" in note["constraints"]) == (version == "newest")
     assert "Archived" not in objects["AIAgentExample"]["constraints"]["AIAgentExample_Status_check"]
     fk_index = "idx_auto_mj_fkey_ai_agent_note_agent_id" if version == "newest" else "IDX_AUTO_MJ_FKEY_AIAgentNote_AgentID"
-    assert fk_index in note["indexes"]
+    assert fk_index in note["indexes"] and "WHERE" in note["indexes"]["IX_AIAgentNote_Lifecycle"]
     agent, user = str(uuid.uuid4()), str(uuid.uuid4())
     with engine.begin() as conn:
         s = pg_schema
@@ -98,6 +98,7 @@ def test_the_fixture_renders_for_sql_server(version: str) -> None:
     ddl = "\n;\n".join(mj_ddl("mssql", "__mj", version))
     assert "CREATE TRIGGER [__mj].trgUpdateAIAgentNote" in ddl and "__mj_UpdatedAt = GETUTCDATE()" in ddl
     assert "CREATE INDEX [IDX_AUTO_MJ_FKEY_AIAgentNote_AgentID] ON __mj.[AIAgentNote] ([AgentID])" in ddl
+    assert "CREATE INDEX [IX_AIAgentExample_ExpiresAt] ON __mj.[AIAgentExample] ([ExpiresAt]) WHERE [ExpiresAt] IS NOT NULL AND [Status] = 'Active'" in ddl
     assert "[__mj_UpdatedAt] DATETIMEOFFSET NOT NULL DEFAULT GETUTCDATE()" in ddl
     assert "CHECK ([Status] IN ('Active', 'Pending', 'Revoked'))" in ddl
     assert ("[EmbeddingVectorBinary] VARBINARY(max) NULL" in ddl) == (version == "newest")
