@@ -197,9 +197,9 @@ RUN_TAG = re.compile(r"\brun [0-9a-f]{8}\b")
 
 
 def note_rows(engine: sa.Engine) -> list[tuple]:
-    """Every note and review row, with the run tags of Comments blanked (run IDs are random)."""
+    """Every note and review row, with the run tags of Comments blanked and no SourceAIAgentRunID (run IDs are random)."""
     with engine.connect() as conn:
-        notes = conn.execute(sa.select(m.note)).all()
+        notes = conn.execute(sa.select(*[c for c in m.note.c if c.name != "SourceAIAgentRunID"])).all()
         reviews = conn.execute(sa.select(m.review.c.ID, m.review.c.NoteAID, m.review.c.NoteBID, m.review.c.Status)).all()
     rows = [tuple(RUN_TAG.sub("run ?", v) if isinstance(v, str) else v for v in row) for row in [*notes, *reviews]]
     return sorted(rows, key=repr)
