@@ -579,12 +579,17 @@ def review_resolve(
 
 @app.command("import")
 @guarded
-def import_command(file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl")) -> None:
+def import_command(
+    file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl"),
+    drop_unknown_columns: bool = typer.Option(
+        False, "--drop-unknown-columns", help="Leave out columns the target's tables lack (default: stop, naming the column)."
+    ),
+) -> None:
     """Import records (all or nothing; a bad line is reported with its number)."""
     from memctl.transfer import import_records
 
     settings = _state().settings()
-    counts = import_records(api.open_store(settings), file, settings.current_time())
+    counts = import_records(api.open_store(settings), file, settings.current_time(), drop_unknown_columns=drop_unknown_columns)
     out.print("imported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)
 
 

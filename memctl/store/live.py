@@ -29,12 +29,17 @@ def translated_schema(conn: Connection) -> Optional[str]:
     return (conn.get_execution_options().get("schema_translate_map") or {}).get(None)
 
 
+def _plain(column_type: Any) -> Any:
+    """Return a reflected type as memctl binds it: GUIDs as their text, like the models' columns."""
+    return sa.Uuid(as_uuid=False) if isinstance(column_type, sa.Uuid) else column_type
+
+
 def _reflect(conn: Connection, model: sa.Table) -> sa.Table:
     found = sa.inspect(conn).get_columns(model.name, schema=translated_schema(conn))
     modelled = {c.name for c in model.columns}
     extras = [
         sa.Column(
-            info["name"], info["type"], nullable=bool(info.get("nullable", True)),
+            info["name"], _plain(info["type"]), nullable=bool(info.get("nullable", True)),
             server_default=sa.text(str(info["default"])) if info.get("default") is not None else None,
         )
         for info in found

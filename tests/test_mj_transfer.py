@@ -1,0 +1,180 @@
+"""Issue 12, deliverable 7: export / import carry every column of the tables they touch.
+
+Columns memctl does not model (a MemberJunction database's AuthorType, EmbeddingVectorBinary,
+Company.Description...) are exported and imported too; export -> import into a fresh database of
+the same shape -> export is byte-identical; a column the target lacks stops the import naming it
+(exit 2), unless `--drop-unknown-columns`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from conftest import Db, make_db
+from factory import NOW, Store
+from typer.testing import CliRunner
+
+from memctl.cli import app
+from memctl.errors import InputError
+from memctl.store import models as m
+from memctl.store.created import binary_vector
+from memctl.store.live import live_table, translated_schema
+from memctl.transfer import export_records, import_records
+
+runner = CliRunner()
+
+# Columns a MemberJunction database has and memctl's own schema does not (MJ v6.2 types).
+EXTRA_DDL = {
+    "Company": [('"Description"', "VARCHAR(200) NOT NULL DEFAULT ''")],
+    "AIAgentNote": [('"AuthorType"', "VARCHAR(20) NOT NULL DEFAULT 'MemoryManager'"), ('"EmbeddingVectorBinary"', "{binary}"), ('"Weight"', "NUMERIC(18, 6)")],
+    "AIAgentRun": [('"TotalTokensUsed"', "INTEGER DEFAULT 0"), ('"AgentState"', "TEXT"), ('"Paused"', "BOOLEAN NOT NULL DEFAULT FALSE")],
+}
+
+
+def widen(db: Db) -> None:
+    """Give a memctl store some of MJ's unmodelled columns."""
+    binary = "BYTEA" if db.backend == "postgresql" else "BLOB"
+    with db.engine.begin() as conn:
+        schema = translated_schema(conn)
+        for table, columns in EXTRA_DDL.items():
+            name = f'"{schema}"."{table}"' if schema else f'"{table}"'
+            for column, ddl in columns:
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {ddl.format(binary=binary)}")
+
+
+def fresh(db: Db, tmp_path: Path, name: str) -> Db:
+    """Return a new empty store on the same backend as `db` (a new schema on PostgreSQL)."""
+    if db.backend == "sqlite":
+        return make_db("sqlite", tmp_path / name)
+    import uuid
+
+    return make_db("postgresql", tmp_path / name, schema=f"{db.settings.db_schema}_{name}"[:40] + uuid.uuid4().hex[:4])
+
+
+def drop(db: Db) -> None:
+    if db.settings.db_schema:
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{db.settings.db_schema}" CASCADE')
+    db.engine.dispose()
+
+
+def exported(db: Db) -> str:
+    buffer = io.StringIO()
+    export_records(db.engine, buffer)
+    return buffer.getvalue()
+
+
+def seed(db: Db) -> dict[str, str]:
+    store = Store(db.engine)
+    agent, acme = store.agent(), store.company()
+    note = store.note("User prefers email.", AgentID=agent, CompanyID=acme, EmbeddingVector="[0.5, -0.25, 1.0]")
+    plain = store.note("User works remotely.", AgentID=agent)
+    run_id = "5f0c0c52-1f43-4a8e-9a57-000000000001"
+    with db.engine.begin() as conn:
+        conn.execute(m.run.insert().values(ID=run_id, AgentID=agent, RunName="Memory Manager", Status="Completed", StartedAt=NOW, __mj_CreatedAt=NOW, __mj_UpdatedAt=NOW))
+    return {"agent": agent, "company": acme, "note": note, "plain": plain, "run": run_id}
+
+
+def set_extras(db: Db, ids: dict[str, str]) -> None:
+    with db.engine.begin() as conn:
+        note = live_table(conn, m.note)
+        conn.execute(note.update().where(note.c.ID == ids["note"]).values(
+            AuthorType="Agent", EmbeddingVectorBinary=binary_vector("[0.5, -0.25, 1.0]"), Weight=12.345678,
+        ))
+        company = live_table(conn, m.company)
+        conn.execute(company.update().where(company.c.ID == ids["company"]).values(Description="Makes anvils"))
+        run = live_table(conn, m.run)
+        conn.execute(run.update().where(run.c.ID == ids["run"]).values(TotalTokensUsed=1234, AgentState='{"step": 3}', Paused=True))
+
+
+def records(text: str) -> dict[str, dict[str, Any]]:
+    return {json.loads(line)["ID"]: json.loads(line) for line in text.splitlines()}
+
+
+def test_export_carries_columns_memctl_does_not_model(db: Db) -> None:
+    widen(db)
+    ids = seed(db)
+    set_extras(db, ids)
+    out = records(exported(db))
+    note, plain, company, run = out[ids["note"]], out[ids["plain"]], out[ids["company"]], out[ids["run"]]
+    assert note["AuthorType"] == "Agent" and note["Weight"] == 12.345678
+    assert note["EmbeddingVectorBinary"] == "AAAAP wAAgL4AAIA/".replace(" ", "")  # base64 of float32 LE 0.5, -0.25, 1.0
+    assert plain["AuthorType"] == "MemoryManager" and plain["EmbeddingVectorBinary"] is None
+    assert company["Description"] == "Makes anvils"
+    assert (run["TotalTokensUsed"], run["AgentState"], run["Paused"]) == (1234, '{"step": 3}', True)
+    # memctl's columns first, in the models' order, then the others in the table's order
+    assert list(note)[-3:] == ["AuthorType", "EmbeddingVectorBinary", "Weight"]
+
+
+def test_export_import_export_is_byte_identical_with_unmodelled_columns(db: Db, tmp_path: Path) -> None:
+    widen(db)
+    set_extras(db, seed(db))
+    first = exported(db)
+    target = fresh(db, tmp_path, "copy")
+    try:
+        widen(target)
+        import_records(target.engine, io.StringIO(first), NOW)
+        assert exported(target) == first
+    finally:
+        drop(target)
+
+
+def test_importing_a_column_the_target_lacks_stops_naming_it(db: Db, tmp_path: Path) -> None:
+    widen(db)
+    set_extras(db, seed(db))
+    text = exported(db)
+    target = fresh(db, tmp_path, "plain")
+    try:
+        with pytest.raises(InputError, match=r"line \d+: Description: the target's Company table has no such column"):
+            import_records(target.engine, io.StringIO(text), NOW)
+        with target.engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(m.note)).scalar() == 0  # all or nothing
+        counts = import_records(target.engine, io.StringIO(text), NOW, drop_unknown_columns=True)
+        assert counts["note"] == 2 and counts["company"] == 1 and counts["run"] == 1
+        again = records(exported(target))
+        assert all("AuthorType" not in r and "Description" not in r for r in again.values())
+    finally:
+        drop(target)
+
+
+def test_a_required_unmodelled_column_must_be_given(sqlite_db: Db) -> None:
+    with sqlite_db.engine.begin() as conn:
+        conn.exec_driver_sql('ALTER TABLE "Company" ADD COLUMN "Code" VARCHAR(10) NOT NULL DEFAULT \'x\'')
+    # a NOT NULL column with a default may be left out: the database fills it
+    import_records(sqlite_db.engine, io.StringIO('{"kind":"company","ID":"00000000-0000-4000-8000-000000000001","Name":"Acme"}\n'), NOW)
+    assert records(exported(sqlite_db))["00000000-0000-4000-8000-000000000001"]["Code"] == "x"
+    with pytest.raises(InputError, match="line 1: Code: must not be null"):
+        import_records(sqlite_db.engine, io.StringIO('{"kind":"company","Name":"Beta","Code":null}\n'), NOW)
+    with pytest.raises(InputError, match="line 1: EmbeddingVectorBinary: the target's AIAgentNote table has no such column"):
+        import_records(sqlite_db.engine, io.StringIO('{"kind":"note","Note":"x","EmbeddingVectorBinary":"AAAAPw=="}\n'), NOW)
+    with pytest.raises(InputError, match=r"line 1: code: unknown column for kind company \(did you mean Code\?\)"):
+        import_records(sqlite_db.engine, io.StringIO('{"kind":"company","Name":"Beta","code":"y"}\n'), NOW)
+
+
+def test_a_binary_column_takes_base64(sqlite_db: Db) -> None:
+    with sqlite_db.engine.begin() as conn:
+        conn.exec_driver_sql('ALTER TABLE "AIAgentNote" ADD COLUMN "EmbeddingVectorBinary" BLOB')
+    with pytest.raises(InputError, match="line 1: EmbeddingVectorBinary: 'not base64!' is not base64"):
+        import_records(sqlite_db.engine, io.StringIO('{"kind":"note","Note":"x","EmbeddingVectorBinary":"not base64!"}\n'), NOW)
+
+
+def test_cli_import_exits_2_naming_the_column_and_drops_it_when_told(db: Db, tmp_path: Path) -> None:
+    widen(db)
+    set_extras(db, seed(db))
+    source = tmp_path / "store.jsonl"
+    source.write_text(exported(db), encoding="utf-8")
+    target = fresh(db, tmp_path, "cli")
+    try:
+        env = {**target.env(), "MEMCTL_NOW": NOW.isoformat()}
+        refused = runner.invoke(app, ["import", str(source)], env=env)
+        assert refused.exit_code == 2 and "Description" in refused.output
+        dropped = runner.invoke(app, ["import", "--drop-unknown-columns", str(source)], env=env)
+        assert dropped.exit_code == 0, dropped.output
+        assert "2 note" in dropped.output
+    finally:
+        drop(target)
