@@ -436,27 +436,40 @@ def orient(as_json: AsJson = False, all_agents: AllAgents = False) -> None:
 @db_app.command("upgrade")
 @guarded
 def db_upgrade(
-    sql: bool = typer.Option(False, "--sql", help="Print the DDL instead of running it (Alembic offline mode)."),
-    dialect: Optional[str] = typer.Option(None, "--dialect", help="With --sql: sqlite, postgresql or mssql (default: the configured database's).", metavar="NAME"),
+    sql: bool = typer.Option(False, "--sql", help="Print the statements it would run on the configured database instead of running them."),
+    dialect: Optional[str] = typer.Option(None, "--dialect", help="With --sql: print the full script for an empty sqlite, postgresql or mssql database (no connection).", metavar="NAME"),
 ) -> None:
     """Create or upgrade the schema (adopting an existing MemberJunction database)."""
-    from sqlalchemy.engine import make_url
-
-    from memctl.store import schema
+    from memctl.store import capabilities, schema
 
     settings = _state().settings()
-    if sql:
-        name = dialect or make_url(settings.db_url).get_backend_name()
-        sys.stdout.write(schema.upgrade_sql(name, settings.db_schema))
-        return
-    if dialect:
+    if dialect and not sql:
         raise UsageError("--dialect only goes with --sql")
+    if sql and (dialect or _empty_sqlite_target(settings)):
+        sys.stdout.write(schema.upgrade_sql(dialect or "sqlite", settings.db_schema))
+        return
     engine = api.open_store(settings, migrate=False)
+    if sql:
+        statements = schema.database_upgrade_sql(engine, settings)
+        sys.stdout.write(statements or f"-- {settings.masked_db_url} is at revision {schema.head_revision()}: nothing to run\n")
+        for refusal in capabilities.refusals(engine, settings.db_schema):
+            sys.stdout.write(f"-- note: {refusal.describe()}\n")
+        return
     before, after = schema.upgrade(engine, settings)
     if before == after:
         out.print(f"{settings.masked_db_url}: already at revision {after}", markup=False)
     else:
         out.print(f"{settings.masked_db_url}: upgraded {before or '(empty)'} -> {after}", markup=False)
+    for refusal in capabilities.refusals(engine, settings.db_schema):
+        out.print(f"note: {refusal.describe()}", markup=False)
+
+
+def _empty_sqlite_target(settings: Settings) -> bool:
+    """Return whether the configured database is a SQLite file that does not exist yet."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.db_url)
+    return url.get_backend_name() == "sqlite" and (not url.database or url.database == ":memory:" or not Path(url.database).exists())
 
 
 @db_app.command("current")

@@ -53,8 +53,8 @@ def test_bad_shard_and_agent_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["--db-url", url, "prune", "--agent", "bob"]).exit_code == 2
 
 
-def test_db_upgrade_sql_for_mssql_needs_no_database() -> None:
-    result = runner.invoke(app, ["--db-url", "mssql+pyodbc://u:p@nowhere/db", "--db-schema", "__mj", "db", "upgrade", "--sql"])
+def test_db_upgrade_sql_with_a_dialect_needs_no_database() -> None:
+    result = runner.invoke(app, ["--db-url", "mssql+pyodbc://u:p@nowhere/db", "--db-schema", "__mj", "db", "upgrade", "--sql", "--dialect", "mssql"])
     assert result.exit_code == 0, result.output
     assert "CREATE TABLE __mj.[AIAgentNote]" in result.output
 

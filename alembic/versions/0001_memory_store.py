@@ -1,12 +1,17 @@
 """Create the memory store, or adopt an existing MemberJunction one.
 
 On an empty database this creates MemberJunction's agent-memory tables (as of MJ v5.26) and
-memctl's own. On a database that already holds MJ's tables it keeps them and adds only what is
-missing: memctl's tables, any AIAgentNote / AIAgentExample column of v5.26 an older MJ lacks
+memctl's own. On a database that already holds MJ's tables it leaves every object of MJ's as it
+is (constraints, indexes, triggers, columns) and adds only what is missing: memctl's `memctl_*`
+tables and, on an MJ older than v5.26, the AIAgentNote columns memctl needs
 (ConsolidatedIntoNoteID with its self-FK, ConsolidationCount, DerivedFromNoteIDs, ProtectionTier,
-ImportanceScore, ...), and the Archived status in a Status check that does not allow it.
+ImportanceScore). A value MJ's constraints refuse (an example Status check without 'Archived')
+is not allowed by widening the check: memctl reads the constraint and writes the nearest value
+it allows (memctl/store/capabilities.py).
 
-In offline (--sql) mode nothing can be inspected, so the full creation is rendered.
+In offline (--sql) mode the caller may pass an inspector of the target database
+(`config.attributes["inspector"]`): the statements rendered are then exactly those an online
+upgrade would run there. Without one (an empty target), the full creation is rendered.
 
 This file is a frozen snapshot: it does not import memctl's models, so later model changes
 never change what this revision does.
@@ -305,19 +310,25 @@ TABLES: list[tuple[str, Callable[[], list], list[tuple[str, list[str]]]]] = [
 
 def upgrade() -> None:
     schema = _schema()
-    inspector = None if context.is_offline_mode() else sa.inspect(op.get_bind())
+    inspector = context.config.attributes.get("inspector")
+    if inspector is None and not context.is_offline_mode():
+        inspector = sa.inspect(op.get_bind())
     existing = set(inspector.get_table_names(schema=schema)) if inspector is not None else set()
     for name, columns, indexes in TABLES:
         if name in existing:
-            _adopt(inspector, name, columns(), indexes, schema)
+            _adopt(inspector, name, columns(), schema)
             continue
         op.create_table(name, *columns(), schema=schema)
         for index_name, index_columns in indexes:
             op.create_index(index_name, name, index_columns, schema=schema)
 
 
-def _adopt(inspector, name: str, definition: list, indexes: list[tuple[str, list[str]]], schema: Optional[str]) -> None:  # type: ignore[no-untyped-def]
-    """Bring an existing (MemberJunction) table up to this revision without touching its data."""
+def _adopt(inspector, name: str, definition: list, schema: Optional[str]) -> None:  # type: ignore[no-untyped-def]
+    """Add the columns memctl needs to an existing (MemberJunction) table; touch nothing of its own.
+
+    No index, check or trigger of the table is dropped, replaced or added: MJ indexes its foreign
+    keys itself, and a check that refuses a value memctl would write stays as MJ made it.
+    """
     present = {c["name"] for c in inspector.get_columns(name, schema=schema)}
     for item in definition:
         if isinstance(item, sa.Column) and item.name not in present and not item.primary_key:
@@ -326,27 +337,6 @@ def _adopt(inspector, name: str, definition: list, indexes: list[tuple[str, list
         op.create_foreign_key(
             "FK_AIAgentNote_ConsolidatedIntoNote", name, name, ["ConsolidatedIntoNoteID"], ["ID"], source_schema=schema, referent_schema=schema
         )
-    if name in ("AIAgentNote", "AIAgentExample"):
-        _allow_archived(inspector, name, NOTE_STATUSES if name == "AIAgentNote" else EXAMPLE_STATUSES, schema)
-    present_indexes = {ix["name"] for ix in inspector.get_indexes(name, schema=schema)}
-    for index_name, index_columns in indexes:
-        if index_name not in present_indexes and set(index_columns) <= present | {c.name for c in definition if isinstance(c, sa.Column)}:
-            op.create_index(index_name, name, index_columns, schema=schema)
-
-
-def _allow_archived(inspector, table: str, statuses: tuple[str, ...], schema: Optional[str]) -> None:  # type: ignore[no-untyped-def]
-    """Replace a Status check that lacks 'Archived' (MJ before v5.26) with one that allows it."""
-    allows_archived = False
-    for check in inspector.get_check_constraints(table, schema=schema):
-        text = check.get("sqltext") or ""
-        if "Status" not in text:
-            continue
-        if "Archived" in text:
-            allows_archived = True
-        elif check.get("name"):
-            op.drop_constraint(check["name"], table, type_="check", schema=schema)
-    if not allows_archived:
-        op.create_check_constraint(f"CK_{table}_Status", table, sa.column("Status").in_(statuses), schema=schema)
 
 
 def downgrade() -> None:

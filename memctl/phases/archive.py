@@ -21,11 +21,12 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, in_shard, plural
+from memctl.phases.common import agent_filter, archive_units, in_shard, plural, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.settings import Settings
 from memctl.store import models as m
+from memctl.store.capabilities import archive_refusal
 from memctl.store.engine import read
 
 NAME = "archive"
@@ -104,6 +105,7 @@ class ArchivePhase:
             shortest_example = min([retention.example_days(a) for a in agents] + [ctx.settings.example_retention_days])
             notes = self._candidates(conn, m.note, ctx, now - timedelta(days=shortest_note), overlay)
             examples = self._candidates(conn, m.example, ctx, now - timedelta(days=shortest_example), overlay)
+            refusals = {t: archive_refusal(conn, t, ctx.settings.db_schema) for t in ("AIAgentNote", "AIAgentExample")}
         notes.extend(self._added(overlay, ctx))
 
         counts = {"notesExpired": 0, "notesStale": 0, "examplesExpired": 0, "examplesStale": 0}
@@ -119,12 +121,15 @@ class ArchivePhase:
                 counts[verdict[0]] += 1
                 example_actions.append((row, "archive", verdict[1]))
 
+        output: dict[str, Any] = dict(counts)
+        note_status, note_actions = within_refusal(note_actions, refusals["AIAgentNote"], output)
+        example_status, example_actions = within_refusal(example_actions, refusals["AIAgentExample"], output)
         plan = PhasePlan(
             phase=NAME,
             step_name=STEP_NAME,
-            units=archive_units("AIAgentNote", note_actions) + archive_units("AIAgentExample", example_actions),
+            units=archive_units("AIAgentNote", note_actions, status=note_status) + archive_units("AIAgentExample", example_actions, status=example_status),
             input={"agentsChecked": len(agents), "notesChecked": len(notes), "examplesChecked": len(examples)},
-            output=counts,
+            output=output,
         )
         total = len(note_actions) + len(example_actions)
         if total == 0:
@@ -132,6 +137,7 @@ class ArchivePhase:
             plan.message = "nothing expired or stale"
         else:
             plan.message = f"{plural(len(note_actions), 'note')} and {plural(len(example_actions), 'example')} to archive"
+        plan.message += "".join(f"; {refusal_line(r)}" for r in output.get("refused", ()))
         return plan
 
     @staticmethod
@@ -160,6 +166,15 @@ class ArchivePhase:
                 continue
             rows.append(record_row(note))
         return rows
+
+
+def refusal_line(entry: Mapping[str, Any]) -> str:
+    """Say, in the step message, what the database refused and what memctl wrote instead."""
+    table = str(entry["column"]).split(".")[0]
+    what = plural(int(entry["rows"]), "example" if table == "AIAgentExample" else "note")
+    if entry["instead"] is None:
+        return f"{what} left Active: the database refuses Status 'Archived' ({entry['constraint']})"
+    return f"{what} set to {entry['instead']!r}: the database refuses Status 'Archived' ({entry['constraint']})"
 
 
 def load_agents(conn: sa.Connection) -> dict[str, Mapping[str, Any]]:

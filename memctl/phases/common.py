@@ -11,6 +11,7 @@ from memctl.phases.base import Scope
 from memctl.plan import Mutation, Unit, guard_of
 from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash
+from memctl.store.capabilities import Refusal
 
 T = TypeVar("T")
 CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
@@ -56,8 +57,8 @@ def lookup_ids(conn: Connection, table: sa.Table, ids: Iterable[str], columns: S
     return found
 
 
-def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]], kind: str = "archive") -> list[Unit]:
-    """Build batches of independent archivals: (row, action, comment) -> non-atomic units."""
+def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]], kind: str = "archive", status: str = "Archived") -> list[Unit]:
+    """Build batches of independent archivals: (row, action, comment) -> non-atomic units setting `status`."""
     units = []
     for number, batch in enumerate(chunks(list(rows)), start=1):
         mutations = tuple(
@@ -65,7 +66,7 @@ def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]]
                 table=table,
                 record_id=str(row["ID"]).lower(),
                 action=action,
-                values={"Status": "Archived"} if action == "archive" else {},
+                values={"Status": status} if action == "archive" else {},
                 comment=comment,
                 guard=guard_of(table, row),
             )
@@ -73,6 +74,26 @@ def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]]
         )
         units.append(Unit(kind=kind, key=f"{kind}:{table}:{number}", reason=f"{kind} batch {number}", mutations=mutations, atomic=False))
     return units
+
+
+def within_refusal(
+    rows: Sequence[tuple[Mapping[str, Any], str, str]], refusal: Optional[Refusal], output: dict[str, Any]
+) -> tuple[str, list[tuple[Mapping[str, Any], str, str]]]:
+    """Fit planned archivals to a database that refuses Status 'Archived' (memctl/store/capabilities.py).
+
+    Return the status to write and the (row, action, comment) list to apply: archivals become the
+    database's nearest allowed status with a Comments line saying so, or are dropped when it has
+    none. The refusal and the rows it touched are added to `output["refused"]`.
+    """
+    if refusal is None:
+        return "Archived", list(rows)
+    archivals = sum(1 for _, action, _ in rows if action == "archive")
+    output.setdefault("refused", []).append({**refusal.to_dict(), "rows": archivals})
+    if refusal.instead is None:
+        return "Archived", [r for r in rows if r[1] != "archive"]
+    prefix = f"Archived as {refusal.instead} (the database's Status check refuses 'Archived')"
+    fitted = [(row, action, f"{prefix}: {comment.removeprefix('Archived: ')}" if action == "archive" else comment) for row, action, comment in rows]
+    return refusal.instead, fitted
 
 
 def plural(count: int, word: str) -> str:

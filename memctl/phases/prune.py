@@ -15,10 +15,11 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, in_shard, lookup_ids, plural
+from memctl.phases.common import agent_filter, archive_units, in_shard, lookup_ids, plural, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.store import models as m
+from memctl.store.capabilities import archive_refusal
 from memctl.store.engine import read
 
 NAME = "prune"
@@ -101,6 +102,7 @@ class PrunePhase:
             rows.extend(self._added(overlay, ctx))
             rows.sort(key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
             refs = load_references(conn, rows)
+            refusal = archive_refusal(conn, "AIAgentNote", ctx.settings.db_schema)
 
         orphans: list[tuple[Mapping[str, Any], str, str]] = []
         by_entity: Counter[str] = Counter()
@@ -127,12 +129,15 @@ class PrunePhase:
                 orphans.append((row, "archive", f"Archived: stale references: {text}"))
 
         left = orphan_total - len(orphans)
+        output: dict[str, Any] = {}
+        status, fitted = within_refusal(orphans, refusal, output)
         plan = PhasePlan(
             phase=NAME,
             step_name=STEP_NAME,
-            units=archive_units("AIAgentNote", orphans),
+            units=archive_units("AIAgentNote", fitted, status=status),
             input={"notesChecked": len(rows), "cap": ctx.settings.prune_cap},
             output={
+                **output,
                 "orphansFound": orphan_total,
                 "notesToArchive": len(orphans) - protected,
                 "protectedAnnotated": protected,

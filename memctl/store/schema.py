@@ -114,6 +114,28 @@ def upgrade_sql(dialect: str, schema: Optional[str], revision: str = "head") -> 
     return buffer.getvalue()
 
 
+def database_upgrade_sql(engine: Engine, settings: Settings, dialect: Optional[str] = None) -> str:
+    """Return the statements `upgrade` would run on this database ("" when it is at head).
+
+    Alembic's offline mode renders them, with an inspector of the live database handed to the
+    migrations, so an existing (MemberJunction) database gets its adoption statements, not a
+    full CREATE script. Nothing is written. `dialect` renders them for another backend holding
+    the same tables (SQL Server's, from a PostgreSQL copy).
+    """
+    schema = settings.db_schema
+    if schema and engine.dialect.name == "sqlite":
+        raise UsageError("SQLite has no schemas: leave db_schema unset for SQLite databases")
+    with engine.connect() as conn:
+        before = current_revision(conn, schema)
+        require_known(before, settings)
+        if before == head_revision():
+            return ""
+        buffer = io.StringIO()
+        cfg = _config(dialect=dialect or engine.dialect.name, schema=schema, output_buffer=buffer, inspector=sa.inspect(conn))
+        command.upgrade(cfg, f"{before}:head" if before else "head", sql=True)
+    return buffer.getvalue()
+
+
 def ensure_ready(engine: Engine, settings: Settings) -> None:
     """Make sure the database is at head: upgrade the embedded SQLite default, refuse the others."""
     try:

@@ -1,0 +1,90 @@
+"""What the database lets memctl write, read from its own constraints (not guessed from a version).
+
+memctl never widens a constraint of the database it adopted. MemberJunction's AIAgentExample
+Status check allows 'Active', 'Pending' and 'Revoked' only (MJ added 'Archived' to the value list
+as metadata, not to the check), so an example memctl would archive cannot be set to 'Archived'
+there. memctl reads the Status checks of the tables it archives in and, where 'Archived' is
+refused, writes the nearest value the check allows:
+
+- an example is set to 'Revoked' (MJ injects Active examples only, so it stops being used, as an
+  archived one would); its Comments line says it was archived as Revoked, and undo restores it;
+- a note has no such fallback (a revoked note points to the note that replaced it), so it is left
+  Active and the step says how many were not archived.
+
+`db upgrade` reports these refusals, and the phase that meets one reports it in its step output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+ARCHIVED = "Archived"
+# The nearest status memctl may write instead of 'Archived', per table, in order of preference.
+ARCHIVE_FALLBACKS: dict[str, tuple[str, ...]] = {"AIAgentExample": ("Revoked",), "AIAgentNote": ()}
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A value memctl would write that the database's constraint refuses, and what it writes instead."""
+
+    table: str
+    column: str
+    value: str
+    instead: Optional[str]
+    constraint: str
+
+    def describe(self) -> str:
+        """Return one line for the operator."""
+        what = f"{self.table}.{self.column}: the database's check {self.constraint} does not allow {self.value!r}"
+        if self.instead is None:
+            return f"{what}; memctl leaves those rows as they are and reports them in the step output"
+        return f"{what}; memctl writes {self.instead!r} instead (noted in Comments, reported in the step output)"
+
+    def to_dict(self) -> dict[str, Optional[str]]:
+        return {"column": f"{self.table}.{self.column}", "refused": self.value, "instead": self.instead, "constraint": self.constraint}
+
+
+def allowed_values(conn: Connection, table: str, column: str, schema: Optional[str]) -> tuple[Optional[frozenset[str]], str]:
+    """Return the values the table's checks on `column` allow (None: unconstrained) and the checks' names."""
+    checks = sa.inspect(conn).get_check_constraints(table, schema=schema)
+    return values_allowed(column, [(str(c.get("name") or "(unnamed)"), c.get("sqltext") or "") for c in checks])
+
+
+def values_allowed(column: str, checks: list[tuple[str, str]]) -> tuple[Optional[frozenset[str]], str]:
+    """Return the string values a set of (name, check text) allows in `column`, on any dialect's spelling.
+
+    PostgreSQL reflects `(("Status")::text = ANY (ARRAY['Active'::character varying, ...]))`,
+    SQL Server `([Status]='Active' OR [Status]='Pending')`, SQLite the text as written.
+    """
+    allowed: Optional[frozenset[str]] = None
+    names = []
+    pattern = re.compile(rf"""(?<![A-Za-z0-9_])["\[`]?{re.escape(column)}["\]`]?(?![A-Za-z0-9_])""")
+    for name, text in checks:
+        if not pattern.search(text):
+            continue
+        values = frozenset(v.replace("''", "'") for v in _LITERAL.findall(text))
+        allowed = values if allowed is None else allowed & values
+        names.append(name)
+    return allowed, ", ".join(names)
+
+
+def archive_refusal(conn: Connection, table: str, schema: Optional[str]) -> Optional[Refusal]:
+    """Return how the table refuses Status 'Archived', or None when it allows it."""
+    allowed, names = allowed_values(conn, table, "Status", schema)
+    if allowed is None or ARCHIVED in allowed:
+        return None
+    instead = next((v for v in ARCHIVE_FALLBACKS.get(table, ()) if v in allowed), None)
+    return Refusal(table, "Status", ARCHIVED, instead, names)
+
+
+def refusals(engine: Engine, schema: Optional[str]) -> list[Refusal]:
+    """Return every value memctl writes that this database refuses (what `db upgrade` reports)."""
+    with engine.connect() as conn:
+        present = set(sa.inspect(conn).get_table_names(schema=schema))
+        return [r for t in ARCHIVE_FALLBACKS if t in present and (r := archive_refusal(conn, t, schema)) is not None]
