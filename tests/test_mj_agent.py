@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import Db
+from conftest import Db, MjDb
 from factory import NOW, Store, at, new_id
 from typer.testing import CliRunner
 
@@ -144,3 +144,64 @@ def test_runs_list_follows_the_named_agent_row(db: Db) -> None:
 def test_runs_list_all_is_in_help() -> None:
     out = subprocess.run([sys.executable, "-m", "memctl", "runs", "list", "--help"], capture_output=True, text=True, check=True).stdout
     assert "--all" in out
+
+
+# --- on the MJ fixture (tests/mj_fixture.py: MJ's own tables, newest and older, PostgreSQL) ------
+
+
+def mj_agent(db: MjDb, name: str, **columns: Any) -> str:
+    """Insert an AIAgent row the way MJ does (its defaults: an ordinary, unrestricted agent)."""
+    agent_id = new_id()
+    with db.engine.begin() as conn:
+        table = live_table(conn, m.agent)
+        conn.execute(table.insert().values(ID=agent_id, Name=name, Status="Active", **columns))
+    return agent_id
+
+
+def mj_run(db: MjDb, agent_id: str, name: str, started_after: timedelta) -> str:
+    """Insert an AIAgentRun of one of MJ's agents, with MJ's own columns."""
+    run_id = new_id()
+    with db.engine.begin() as conn:
+        table = live_table(conn, m.run)
+        conn.execute(table.insert().values(
+            ID=run_id, AgentID=agent_id, RunName=name, Status="Completed", StartedAt=NOW + started_after, TotalTokensUsed=812,
+            AgentState='{"phase": "done"}',
+        ))
+    return run_id
+
+
+@pytest.mark.postgres
+def test_on_mj_memctls_agent_row_looks_like_mjs_memory_manager(mj_db: MjDb) -> None:
+    manager = mj_agent(mj_db, "Memory Manager", IsRestricted=True, InjectNotes=False, InjectExamples=False)
+    report = dream(mj_db)
+    assert report.exit_code == 0, report.message
+    ours, theirs = agent_row(mj_db, m.MEMCTL_AGENT_ID), agent_row(mj_db, manager)
+    flags = [c for c in MAINTENANCE_FLAGS if c in theirs]
+    assert flags == (list(MAINTENANCE_FLAGS) if mj_db.mj_version == "newest" else ["IsRestricted", "InjectNotes", "InjectExamples"])
+    assert {c: ours[c] for c in flags} == {c: MAINTENANCE_FLAGS[c] for c in flags}
+    assert {c: theirs[c] for c in ("IsRestricted", "InjectNotes", "InjectExamples")} == {c: ours[c] for c in ("IsRestricted", "InjectNotes", "InjectExamples")}
+    assert ours["AutoArchiveEnabled"] is False and ours["Status"] == "Active"
+
+
+@pytest.mark.postgres
+def test_on_mj_an_operator_records_memctls_runs_under_mjs_memory_manager(mj_db: MjDb) -> None:
+    manager = mj_agent(mj_db, "Memory Manager", IsRestricted=True, InjectNotes=False, InjectExamples=False)
+    report = dream(mj_db, agent_id=manager)
+    assert report.exit_code == 0, report.message
+    listed = json.loads(cli(mj_db, "runs", "list", "--json", MEMCTL_AGENT_ID=manager).output)
+    assert [r["id"] for r in listed] == [report.run_id]
+    with mj_db.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(m.agent).where(m.agent.c.ID == m.MEMCTL_AGENT_ID)).scalar() == 0
+    assert cli(mj_db, "dream", "--force", MEMCTL_AGENT_ID=new_id()).exit_code == 2
+
+
+@pytest.mark.postgres
+def test_on_mj_runs_list_and_orient_leave_out_mjs_own_runs_unless_all(mj_db: MjDb) -> None:
+    manager = mj_agent(mj_db, "Memory Manager", IsRestricted=True)
+    ours = dream(mj_db).run_id
+    theirs = mj_run(mj_db, manager, "Memory Manager 2", timedelta(hours=3))
+    assert [r["id"] for r in json.loads(cli(mj_db, "runs", "list", "--json").output)] == [ours]
+    assert [r["id"] for r in json.loads(cli(mj_db, "runs", "list", "--json", "--all").output)] == [theirs, ours]
+    shown = cli(mj_db, "orient")
+    assert shown.exit_code == 0 and "Memory Manager 2" not in shown.output and ours in shown.output
+    assert "Memory Manager 2" in cli(mj_db, "orient", "--all").output

@@ -5,8 +5,9 @@ directly, so it fills what that layer would:
 
 - SourceAIAgentRunID: the run that applies the plan (a saved plan is applied by a later run, so
   the plan does not carry it; apply fills it in, whatever the plan file says).
-- AuthorType 'MemoryManager', where the table has that column (MJ v6.2; its CHECK allows Agent,
-  MemoryManager, User). memctl's own schema has no such column and gets none.
+- 'MemoryManager' as the note's author, where the table has the column: `AuthorType` in MJ's
+  PostgreSQL schema, `AuthoredBy` in its SQL Server one (the "Agent In-Flight Memory Writes"
+  migration; its CHECK allows Agent, MemoryManager, User). memctl's own schema has neither.
 - EmbeddingVectorBinary, where the table has that column and the note has an EmbeddingVector:
   the same vector in MJ's binary form, little-endian IEEE-754 float32, 4 bytes per dimension,
   no header (MJ `V202610061614__v6.2.x__Binary_Vector_Columns`). MJ's readers prefer it.
@@ -28,8 +29,10 @@ from memctl.store import models as m
 from memctl.store.live import live_table
 
 AUTHOR_TYPE = "MemoryManager"
+#: MJ's author column: its PostgreSQL conversion's name, then its SQL Server migration's
+AUTHOR_COLUMNS = ("AuthorType", "AuthoredBy")
 #: columns apply sets on a created note (a plan never decides them)
-FILLED_AT_APPLY = ("SourceAIAgentRunID", "AuthorType", "EmbeddingVectorBinary")
+FILLED_AT_APPLY = ("SourceAIAgentRunID", *AUTHOR_COLUMNS, "EmbeddingVectorBinary")
 
 
 def binary_vector(vector_text: str) -> bytes:
@@ -47,8 +50,9 @@ def created_note(conn: Connection, values: Mapping[str, Any], run_id: str) -> tu
     table = live_table(conn, m.note)
     row = {k: v for k, v in values.items() if k not in FILLED_AT_APPLY}
     row["SourceAIAgentRunID"] = run_id
-    if "AuthorType" in table.c:
-        row["AuthorType"] = AUTHOR_TYPE
+    for column in AUTHOR_COLUMNS:
+        if column in table.c:
+            row[column] = AUTHOR_TYPE
     if "EmbeddingVectorBinary" in table.c and row.get("EmbeddingVector"):
         row["EmbeddingVectorBinary"] = binary_vector(row["EmbeddingVector"])
     return table, row
