@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
-from conftest import Db, make_db
-from factory import NOW, Store
+from conftest import Db, MjDb, make_db, make_mj_db
+from factory import NOW, Store, at
 from typer.testing import CliRunner
 
+from memctl import api
 from memctl.cli import app
 from memctl.errors import InputError
 from memctl.store import models as m
 from memctl.store.created import binary_vector
 from memctl.store.live import live_table, translated_schema
 from memctl.transfer import export_records, import_records
+from mj_fixture import NEWEST_ONLY
 
 runner = CliRunner()
 
@@ -51,8 +55,6 @@ def fresh(db: Db, tmp_path: Path, name: str) -> Db:
     """Return a new empty store on the same backend as `db` (a new schema on PostgreSQL)."""
     if db.backend == "sqlite":
         return make_db("sqlite", tmp_path / name)
-    import uuid
-
     return make_db("postgresql", tmp_path / name, schema=f"{db.settings.db_schema}_{name}"[:40] + uuid.uuid4().hex[:4])
 
 
@@ -178,3 +180,85 @@ def test_cli_import_exits_2_naming_the_column_and_drops_it_when_told(db: Db, tmp
         assert "2 note" in dropped.output
     finally:
         drop(target)
+
+
+# --- on the MJ fixture (tests/mj_fixture.py: MJ's own tables, newest and older, PostgreSQL) ------
+
+
+def seed_mj(db: MjDb) -> dict[str, str]:
+    """Fill an MJ database the way MJ would (its own columns too), then let memctl dream on it."""
+    s = db.settings.db_schema
+    ids = {k: str(uuid.uuid4()) for k in ("company", "user", "conversation", "agent", "manager", "mj_run")}
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."Company" ("ID", "Name", "Description", "Website") VALUES ('{ids["company"]}', 'Acme', 'Makes anvils', 'acme.example')""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."User" ("ID", "Name", "Email", "Type", "IsActive", "FirstName") VALUES ('{ids["user"]}', 'Ann', 'ann@example.com', 'User', true, 'Ann')""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."Conversation" ("ID", "UserID", "Name", "IsPinned") VALUES ('{ids["conversation"]}', '{ids["user"]}', 'chat', true)""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgent" ("ID", "Name", "Status", "MaxNotesToInject") VALUES ('{ids["agent"]}', 'Sage', 'Active', 7)""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgent" ("ID", "Name", "Status", "IsRestricted") VALUES ('{ids["manager"]}', 'Memory Manager', 'Active', true)""")
+        conn.exec_driver_sql(
+            f"""INSERT INTO "{s}"."AIAgentRun" ("ID", "AgentID", "Status", "StartedAt", "ConversationID", "UserID", "TotalTokensUsed", "TotalCost", "AgentState", "RunName")
+            VALUES ('{ids["mj_run"]}', '{ids["manager"]}', 'Completed', '2026-06-01T10:00:00+00', '{ids["conversation"]}', '{ids["user"]}', 1200, 0.012345, '{{"x": 1}}', 'Memory Manager 2')"""
+        )
+    store = Store(db.engine)
+    texts = ["User prefers a short email summary after each support call.", "User prefers a short email summary after every support call.",
+             "User prefers short email summaries after each support call."]
+    for i, text in enumerate(texts):
+        store.note(text, AgentID=ids["agent"], UserID=ids["user"], CompanyID=ids["company"], SourceConversationID=ids["conversation"],
+                   SourceAIAgentRunID=ids["mj_run"], age_days=30 - 5 * i, AccessCount=i + 1, EmbeddingVector=json.dumps([0.5, -0.25, float(i)]))
+    if db.mj_version == "newest":
+        with db.engine.begin() as conn:
+            note = live_table(conn, m.note)
+            conn.execute(note.update().where(note.c.Note == texts[0]).values(AuthorType="Agent", EmbeddingVectorBinary=binary_vector("[0.5, -0.25, 0.0]")))
+    report = api.dream(at(db.settings, NOW), force=True, engine=db.engine)
+    assert report.exit_code == 0, report.message
+    return ids
+
+
+@contextmanager
+def other_mj(db: MjDb, tmp_path: Path, version: str) -> Iterator[MjDb]:
+    """Yield a fresh MJ database (its own schema) at `version`, upgraded by memctl."""
+    schema = "t_" + uuid.uuid4().hex[:12]
+    target = make_mj_db(tmp_path / schema, schema, version)
+    try:
+        yield target
+    finally:
+        drop(target)
+
+
+@pytest.mark.postgres
+def test_on_mj_export_import_into_a_fresh_mj_export_is_byte_identical(mj_db: MjDb, tmp_path: Path) -> None:
+    ids = seed_mj(mj_db)
+    first = exported(mj_db)
+    out = records(first)
+    assert out[ids["company"]]["Description"] == "Makes anvils" and out[ids["mj_run"]]["TotalTokensUsed"] == 1200
+    assert out[ids["agent"]]["MaxNotesToInject"] == 7 and out[ids["conversation"]]["IsPinned"] is True
+    if mj_db.mj_version == "newest":
+        assert {r.get("AuthorType") for r in out.values() if r["kind"] == "note"} == {"Agent", "MemoryManager"}
+    with other_mj(mj_db, tmp_path, mj_db.mj_version) as target:
+        counts = import_records(target.engine, io.StringIO(first), NOW)
+        assert counts["note"] == 4 and counts["run"] >= 2
+        assert exported(target) == first
+
+
+@pytest.mark.postgres
+def test_on_mj_importing_newest_into_older_stops_naming_the_column_unless_dropped(pg_schema: str, tmp_path: Path) -> None:
+    newest = make_mj_db(tmp_path / "newest", pg_schema, "newest")
+    try:
+        seed_mj(newest)
+        text = exported(newest)
+        with other_mj(newest, tmp_path, "older") as older:
+            with pytest.raises(InputError, match="has no such column") as refused:
+                import_records(older.engine, io.StringIO(text), NOW)
+            named = str(refused.value).split(": ")[1]
+            assert named in {c for columns in NEWEST_ONLY.values() for c in columns}
+            env = {**older.env(), "MEMCTL_NOW": NOW.isoformat()}
+            source = tmp_path / "newest.jsonl"
+            source.write_text(text, encoding="utf-8")
+            assert runner.invoke(app, ["import", str(source)], env=env).exit_code == 2
+            dropped = runner.invoke(app, ["import", "--drop-unknown-columns", str(source)], env=env)
+            assert dropped.exit_code == 0, dropped.output
+            again = records(exported(older))
+            assert {r["ID"] for r in again.values()} == {r["ID"] for r in records(text).values()}
+            assert all("AuthorType" not in r and "EmbeddingVectorBinary" not in r for r in again.values())
+    finally:
+        newest.engine.dispose()
