@@ -50,7 +50,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from memctl.errors import InputError, UsageError
 from memctl.store import models
 from memctl.store.engine import write
-from memctl.store.live import extra_columns, live_table
+from memctl.store.live import extra_columns, live_table, translated_schema
 
 KINDS: dict[str, sa.Table] = {
     "company": models.company,
@@ -578,6 +578,7 @@ class _Target:
 
     extras: dict[str, dict[str, _ColumnRule]]
     tables: dict[str, str]  # kind -> table name, for messages
+    self_references: dict[str, list[str]]  # kind -> its unmodelled columns with a foreign key to its own table
     drop_unknown: bool = False
 
 
@@ -585,10 +586,17 @@ def _target(engine: Engine, drop_unknown: bool) -> _Target:
     from memctl.store.engine import read
 
     extras: dict[str, dict[str, _ColumnRule]] = {}
+    self_references: dict[str, list[str]] = {}
     with read(engine) as conn:
+        inspector = sa.inspect(conn)
         for kind, model in KINDS.items():
             extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
-    return _Target(extras, {kind: model.name for kind, model in KINDS.items()}, drop_unknown)
+            keys = inspector.get_foreign_keys(model.name, schema=translated_schema(conn))
+            self_references[kind] = [
+                fk["constrained_columns"][0] for fk in keys
+                if fk["referred_table"] == model.name and len(fk["constrained_columns"]) == 1 and fk["constrained_columns"][0] in extras[kind]
+            ]
+    return _Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
 
 
 # --- import: reading and validating lines --------------------------------------------------
@@ -768,8 +776,8 @@ def _references(
             errors.append((line, f"{column}: {target_kind} {row[position]} is neither in the file nor in the store"))
 
 
-def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[int, str]]) -> list[int]:
-    """Return row indexes ordered so that a row's parent (when in the file) comes before it."""
+def _parents_first(rows: _Rows, parents: Sequence[Any], column: str, errors: list[tuple[int, str]]) -> list[int]:
+    """Return row indexes ordered so that a row's parent (`parents[i]`, when in the file) comes before it."""
     unseen, on_path = -1, -2
     index = {row[0]: i for i, row in enumerate(rows.rows)}
     depth = [unseen] * len(rows.rows)
@@ -784,7 +792,7 @@ def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[i
                 break
             depth[current] = on_path
             path.append(current)
-            parent = rows.rows[current][position]
+            parent = parents[current]
             current = index.get(parent) if parent is not None else None
         base = depth[current] if current is not None and depth[current] >= 0 else -1
         for i in reversed(path):
@@ -793,7 +801,7 @@ def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[i
     return sorted(range(len(rows.rows)), key=depth.__getitem__)
 
 
-def _check_and_order(conn: Connection, batch: dict[str, _Rows]) -> dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]]:
+def _check_and_order(conn: Connection, batch: dict[str, _Rows], target: _Target) -> dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]]:
     """Check the file against the store; return the rows to insert per kind, in insert order."""
     errors: list[tuple[int, str]] = []
     skipped: set[int] = set()
@@ -813,7 +821,12 @@ def _check_and_order(conn: Connection, batch: dict[str, _Rows]) -> dict[str, lis
     for kind, rows in batch.items():
         reference = _SELF_REFERENCES.get(kind)
         if reference:
-            order = _parents_first(rows, _RULES[kind].index[reference], reference, errors)
+            position = _RULES[kind].index[reference]
+            order = _parents_first(rows, [row[position] for row in rows.rows], reference, errors)
+        elif target.self_references.get(kind):
+            # a self-reference of the target memctl does not model (MJ's AIAgent.ParentID, AIAgentRun.ParentRunID)
+            reference = target.self_references[kind][0]
+            order = _parents_first(rows, [extras.get(reference) for extras in rows.extras], reference, errors)
         else:
             order = range(len(rows.rows))
         ordered[kind] = [(rows.rows[i], rows.extras[i]) for i in order if rows.lines[i] not in skipped]
@@ -834,10 +847,11 @@ def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now:
     """
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
-    batch = _read(source, now.astimezone(timezone.utc), _target(engine, drop_unknown_columns))
+    target = _target(engine, drop_unknown_columns)
+    batch = _read(source, now.astimezone(timezone.utc), target)
     try:
         with write(engine) as conn:
-            ordered = _check_and_order(conn, batch)
+            ordered = _check_and_order(conn, batch, target)
             for kind in INSERT_ORDER:
                 table, names = live_table(conn, KINDS[kind]), _RULES[kind].names
                 for chunk in _chunks(ordered[kind], INSERT_BATCH):

@@ -209,6 +209,14 @@ def seed_mj(db: MjDb) -> dict[str, str]:
         with db.engine.begin() as conn:
             note = live_table(conn, m.note)
             conn.execute(note.update().where(note.c.Note == texts[0]).values(AuthorType="Agent", EmbeddingVectorBinary=binary_vector("[0.5, -0.25, 0.0]")))
+    # MJ's sub-agents and sub-agent runs point at their parent row, whose ID may sort after theirs
+    ids.update(parent="ffffffff-0000-4000-8000-000000000001", child="00000000-0000-4000-8000-000000000002",
+               parent_run="ffffffff-0000-4000-8000-000000000003", child_run="00000000-0000-4000-8000-000000000004")
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgent" ("ID", "Name", "Status") VALUES ('{ids["parent"]}', 'Planner', 'Active')""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgent" ("ID", "Name", "Status", "ParentID") VALUES ('{ids["child"]}', 'Researcher', 'Active', '{ids["parent"]}')""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgentRun" ("ID", "AgentID", "Status") VALUES ('{ids["parent_run"]}', '{ids["parent"]}', 'Paused')""")
+        conn.exec_driver_sql(f"""INSERT INTO "{s}"."AIAgentRun" ("ID", "AgentID", "Status", "ParentRunID") VALUES ('{ids["child_run"]}', '{ids["child"]}', 'Completed', '{ids["parent_run"]}')""")
     report = api.dream(at(db.settings, NOW), force=True, engine=db.engine)
     assert report.exit_code == 0, report.message
     return ids
@@ -232,6 +240,7 @@ def test_on_mj_export_import_into_a_fresh_mj_export_is_byte_identical(mj_db: MjD
     out = records(first)
     assert out[ids["company"]]["Description"] == "Makes anvils" and out[ids["mj_run"]]["TotalTokensUsed"] == 1200
     assert out[ids["agent"]]["MaxNotesToInject"] == 7 and out[ids["conversation"]]["IsPinned"] is True
+    assert out[ids["child"]]["ParentID"] == ids["parent"] and out[ids["child_run"]]["ParentRunID"] == ids["parent_run"]
     if mj_db.mj_version == "newest":
         assert {r.get("AuthorType") for r in out.values() if r["kind"] == "note"} == {"Agent", "MemoryManager"}
     with other_mj(mj_db, tmp_path, mj_db.mj_version) as target:
