@@ -50,7 +50,8 @@ from sqlalchemy.sql.functions import FunctionElement
 from memctl.errors import InputError, UsageError
 from memctl.store import models
 from memctl.store.engine import write
-from memctl.store.live import extra_columns, live_table, translated_schema
+from memctl.store.live import extra_columns, live_table
+from memctl.store.live import self_references as reflected_self_references
 
 KINDS: dict[str, sa.Table] = {
     "company": models.company,
@@ -588,14 +589,9 @@ def _target(engine: Engine, drop_unknown: bool) -> _Target:
     extras: dict[str, dict[str, _ColumnRule]] = {}
     self_references: dict[str, list[str]] = {}
     with read(engine) as conn:
-        inspector = sa.inspect(conn)
         for kind, model in KINDS.items():
             extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
-            keys = inspector.get_foreign_keys(model.name, schema=translated_schema(conn))
-            self_references[kind] = [
-                fk["constrained_columns"][0] for fk in keys
-                if fk["referred_table"] == model.name and len(fk["constrained_columns"]) == 1 and fk["constrained_columns"][0] in extras[kind]
-            ]
+            self_references[kind] = [column for column in reflected_self_references(conn, model) if column in extras[kind]]
     return _Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
 
 

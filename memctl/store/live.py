@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 _cache: "weakref.WeakKeyDictionary[Engine, dict[str, sa.Table]]" = weakref.WeakKeyDictionary()
+_self_refs: "weakref.WeakKeyDictionary[Engine, dict[str, list[str]]]" = weakref.WeakKeyDictionary()
 _mutex = threading.Lock()
 
 
@@ -71,3 +72,16 @@ def extra_columns(table: sa.Table, model: sa.Table) -> list[sa.Column[Any]]:
     modelled = {c.name for c in model.columns}
     return [c for c in table.columns if c.name not in modelled]
 
+
+
+def self_references(conn: Connection, model: sa.Table) -> list[str]:
+    """Return the table's single-column foreign keys to itself (reflected once per engine), e.g. MJ's AIAgent.ParentID."""
+    engine = conn.engine
+    with _mutex:
+        found = _self_refs.setdefault(engine, {}).get(model.name)
+    if found is None:
+        keys = sa.inspect(conn).get_foreign_keys(model.name, schema=translated_schema(conn))
+        found = [fk["constrained_columns"][0] for fk in keys if fk["referred_table"] == model.name and len(fk["constrained_columns"]) == 1]
+        with _mutex:
+            _self_refs[engine][model.name] = found
+    return found
