@@ -29,6 +29,7 @@ from test_properties import _no_stub
 from memctl import api
 from memctl.settings import replace
 from memctl.store import models as m
+from memctl.store.live import live_table
 
 
 def settled_input(report: api.RunReport) -> int:
@@ -135,6 +136,8 @@ def test_settled_partitions_are_never_read_with_their_vectors_and_changed_ones_a
     def executed(conn: Any, clause: Any, *rest: Any) -> None:
         clauses.append(clause)
 
+    with db.engine.connect() as conn:  # the table a created note goes into is reflected once per engine (catalog queries)
+        live_table(conn, m.note)
     sa.event.listen(db.engine, "before_cursor_execute", seen)
     sa.event.listen(db.engine, "before_execute", executed)
     try:
