@@ -11,9 +11,16 @@ tables (with MJ's default), so a row memctl writes meets the same constraints it
 What each part follows (paths in the MemberJunction/MJ repository):
 
 - Base tables, value lists, defaults, NOT NULL: the CodeGen'd entity classes
-  ``packages/MJCoreEntities/src/generated/entity_subclasses.ts`` and the v2 agent-memory migration
+  ``packages/MJCoreEntities/src/generated/entity_subclasses.ts`` (the zod schemas, read at commit
+  002a732f; Company, User, Conversation, AIAgentRun, AIAgentRunStep, AIAgentExample checked column by
+  column) and the v2 agent-memory migration
   ``migrations/v2/V202510270900__v2.112.x__Agent_Memory_Complete_Schema.sql`` (EmbeddingVector,
   EmbeddingModelID, AIAgent.IsRestricted BIT NOT NULL DEFAULT 0).
+- AIAgentRun / AIAgentRunStep DDL (named CHECKs, FKs with their ON DELETE):
+  ``migrations/v2/V202506051300__v2.45.x__AI_Agent_Type_And_Run.sql``; StepType NOT NULL DEFAULT 'Prompt'
+  and its CHECK: ``migrations/v2/V202506280858__v2.61.x_AIAgent_Execution_Tracking_Enhancements.sql``, its
+  value list as widened by the v2.111.x (ForEach, While), v5.35.x (Tool) and v5.44.x (Plan, Skill)
+  migrations. Details and what stays unverified at each table below.
 - Lifecycle columns, the dropped note Status check CK_AIAgentNote_Status ('Archived' is only
   metadata there, for notes and examples alike) and the filtered lifecycle indexes
   IX_AIAgentNote_Lifecycle, IX_AIAgentExample_Lifecycle, IX_AIAgentNote_ExpiresAt,
@@ -41,7 +48,8 @@ Foreign keys to MJ tables this fixture leaves out (AIModel, Entity, Conversation
 Environment) are not declared; their FK indexes are, as MJ has them.
 
 The example Status CHECK allows no 'Archived' in either version (MJ added it as metadata only),
-which is what memctl must live with.
+which is what memctl must live with. No MJ migration declaring that CHECK was found; it is inferred
+from the CodeGen'd value list (see the AIAgentExample table below).
 """
 
 from __future__ import annotations
@@ -164,7 +172,8 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         sa.Table(name, md, *keep, *_audit(), *checks)
         indexed[name] = [c for c in fk_columns if newest or c not in NEWEST_ONLY.get(name, ())]
 
-    # entity_subclasses.ts, CompanyEntity: Name nvarchar(50) and Description nvarchar(200) NOT NULL, no defaults.
+    # entity_subclasses.ts, MJCompanySchema (commit 002a732f), checked: Name nvarchar(50) and Description
+    # nvarchar(200) NOT NULL with no defaults, Website nvarchar(100), Domain nvarchar(255) nullable.
     table(
         "Company",
         _pk(),
@@ -173,8 +182,11 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         sa.Column("Website", sa.Unicode(100)),
         sa.Column("Domain", sa.Unicode(255)),
     )
-    # entity_subclasses.ts, UserEntity: Email NOT NULL, Type CHECK ('Owner','User'), IsActive default 0,
-    # LinkedRecordType default 'None'.
+    # entity_subclasses.ts, MJUserSchema (commit 002a732f): Name nvarchar(100) and Email nvarchar(100)
+    # NOT NULL, no defaults; Type nchar(15) NOT NULL with no default and the value list ('Owner','User')
+    # (MJ's CodeGen builds value lists from CHECK constraints; the CHECK's name is not in that file, so it
+    # is left unnamed); IsActive bit NOT NULL DEFAULT 0; LinkedRecordType nchar(10) NOT NULL DEFAULT 'None'
+    # with NO value list, so no CHECK (the earlier fixture's ('Employee','None','Other') check was invented).
     table(
         "User",
         _pk(),
@@ -182,13 +194,15 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         sa.Column("FirstName", sa.Unicode(50)),
         sa.Column("LastName", sa.Unicode(50)),
         sa.Column("Email", sa.Unicode(100), nullable=False),
-        _choice("Type", 15, ("Owner", "User"), None),
+        sa.Column("Type", sa.NCHAR(15), nullable=False, info={"check": sa.column("Type").in_(("Owner", "User")), "check_name": None}),
         _flag("IsActive", False),
-        _choice("LinkedRecordType", 10, ("Employee", "None", "Other"), "None"),
+        sa.Column("LinkedRecordType", sa.NCHAR(10), nullable=False, server_default="None"),
     )
-    # entity_subclasses.ts, ConversationEntity: UserID NOT NULL (FK User), Type default 'Skip',
-    # Status CHECK ('Available','Processing') default 'Available', EnvironmentID NOT NULL with MJ's
-    # default environment, IsArchived / IsPinned default 0.
+    # entity_subclasses.ts, MJConversationSchema (commit 002a732f), checked column by column: UserID NOT
+    # NULL (FK User), Type nvarchar(50) NOT NULL DEFAULT 'Skip', Status nvarchar(20) NOT NULL DEFAULT
+    # 'Available' with the value list ('Available','Processing'), EnvironmentID NOT NULL DEFAULT
+    # F51358F3-9447-4176-B313-BF8025FD8D09 (FK Environment, not declared here), IsArchived / IsPinned bit
+    # NOT NULL DEFAULT 0.
     table(
         "Conversation",
         _pk(),
@@ -239,13 +253,21 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         _text("Description"),
         _int("Priority", 0),
     )
-    # entity_subclasses.ts, AIAgentRunEntity; CompanyID added by the v5.26 consolidation migration.
+    # AIAgentRun. Base DDL: migrations/v2/V202506051300__v2.45.x__AI_Agent_Type_And_Run.sql (CREATE TABLE:
+    # AgentID NOT NULL, Status nvarchar(50) NOT NULL DEFAULT 'Running', StartedAt NOT NULL DEFAULT
+    # sysdatetimeoffset(), TotalTokensUsed DEFAULT 0, TotalCost decimal(18,6) DEFAULT 0, the named FKs with
+    # ON DELETE SET NULL on ConversationID and UserID, and CK_AIAgentRun_Status ('Running', 'Completed',
+    # 'Paused', 'Failed', 'Cancelled')). The CodeGen'd value list in entity_subclasses.ts (MJAIAgentRunSchema,
+    # commit 002a732f) also has 'AwaitingFeedback'; the migration that widened the CHECK for it was not found,
+    # so the fixture keeps the CHECK text the v2.45 file states (memctl writes Running / Completed / Failed /
+    # Cancelled, which both lists allow). TotalPromptIterations int NOT NULL DEFAULT 0, RunName, Message:
+    # entity_subclasses.ts. CompanyID: the v5.26 consolidation migration (FK name not known: unnamed).
     table(
         "AIAgentRun",
         _pk(),
         _uuid("AgentID", nullable=False),
         _uuid("ParentRunID"),
-        _choice("Status", 50, ("Cancelled", "Completed", "Failed", "Paused", "Running"), "Running"),
+        _choice("Status", 50, ("Running", "Completed", "Paused", "Failed", "Cancelled"), "Running", check_name="CK_AIAgentRun_Status"),
         _when("StartedAt", nullable=False, default=True),
         _when("CompletedAt"),
         sa.Column("Success", sa.Boolean()),
@@ -256,26 +278,41 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         _text("AgentState"),
         _int("TotalTokensUsed", 0, nullable=True),
         sa.Column("TotalCost", sa.Numeric(18, 6), server_default=sa.text("0")),
+        _int("TotalPromptIterations", 0),
         sa.Column("RunName", sa.Unicode(255)),
         _text("Message"),
         _uuid("CompanyID"),
-        _fk("AgentID", "AIAgent", schema),
-        _fk("ParentRunID", "AIAgentRun", schema),
-        _fk("ConversationID", "Conversation", schema),
-        _fk("UserID", "User", schema),
+        sa.ForeignKeyConstraint(["AgentID"], [f"{schema}.AIAgent.ID"], name="FK_AIAgentRun_AgentID"),
+        sa.ForeignKeyConstraint(["ParentRunID"], [f"{schema}.AIAgentRun.ID"], name="FK_AIAgentRun_ParentRunID"),
+        sa.ForeignKeyConstraint(["ConversationID"], [f"{schema}.Conversation.ID"], name="FK_AIAgentRun_ConversationID", ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(["UserID"], [f"{schema}.User.ID"], name="FK_AIAgentRun_UserID", ondelete="SET NULL"),
         _fk("CompanyID", "Company", schema),
         fk_columns=("AgentID", "ParentRunID", "ConversationID", "UserID", "CompanyID"),
     )
-    # entity_subclasses.ts, AIAgentRunStepEntity.
+    # AIAgentRunStep. Base DDL: the same v2.45 file (AgentRunID NOT NULL with FK_AIAgentRunStep_AgentRunID
+    # ON DELETE CASCADE, StepNumber int NOT NULL with CK_AIAgentRunStep_StepNumber (StepNumber > 0), StepName
+    # nvarchar(255) NOT NULL, Status nvarchar(50) NOT NULL DEFAULT 'Running' with CK_AIAgentRunStep_Status
+    # ('Running', 'Completed', 'Failed', 'Cancelled')). StepType: made NOT NULL with DEFAULT 'Prompt' and
+    # CK_AIAgentRunStep_StepType by migrations/v2/V202506280858__v2.61.x_AIAgent_Execution_Tracking_Enhancements.sql;
+    # its value list as re-created by the v2.111.x "Add ForEach and While to AIAgentRunStep.StepType" migration
+    # (the older version), then by the v5.35.x "Add 'Tool' StepType" and v5.44.x "Agent Skills + Plan Mode"
+    # migrations (the newest: + 'Tool', 'Plan', 'Skill'). A further MJ migration ("Agent Conversation Compaction")
+    # re-creates the CHECK with 'Compaction' and without 'Plan' / 'Skill'; its version and order relative to
+    # v5.44 were not found, so the fixture follows v5.44. memctl writes 'Prompt', 'Decision', 'Validation',
+    # allowed by every one of these lists. ParentID (FK to AIAgentRunStep), TargetLogID, Comments:
+    # entity_subclasses.ts (MJAIAgentRunStepSchema); the ParentID FK's name is not known (unnamed).
+    step_types = ("Prompt", "Actions", "Sub-Agent", "Chat", "Decision", "Validation", "ForEach", "While")
+    if newest:
+        step_types += ("Tool", "Plan", "Skill")
     table(
         "AIAgentRunStep",
         _pk(),
         _uuid("AgentRunID", nullable=False),
         _int("StepNumber"),
-        _choice("StepType", 50, ("Actions", "Chat", "Decision", "ForEach", "Prompt", "Sub-Agent", "Validation", "While"), "Prompt"),
+        _choice("StepType", 50, step_types, "Prompt", check_name="CK_AIAgentRunStep_StepType"),
         sa.Column("StepName", sa.Unicode(255), nullable=False),
         _uuid("TargetID"),
-        _choice("Status", 50, ("Cancelled", "Completed", "Failed", "Running"), "Running"),
+        _choice("Status", 50, ("Running", "Completed", "Failed", "Cancelled"), "Running", check_name="CK_AIAgentRunStep_Status"),
         _when("StartedAt", nullable=False, default=True),
         _when("CompletedAt"),
         sa.Column("Success", sa.Boolean()),
@@ -285,7 +322,8 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         _uuid("TargetLogID"),
         _uuid("ParentID"),
         _text("Comments"),
-        _fk("AgentRunID", "AIAgentRun", schema),
+        sa.CheckConstraint(sa.column("StepNumber") > 0, name="CK_AIAgentRunStep_StepNumber"),
+        sa.ForeignKeyConstraint(["AgentRunID"], [f"{schema}.AIAgentRun.ID"], name="FK_AIAgentRunStep_AgentRunID", ondelete="CASCADE"),
         _fk("ParentID", "AIAgentRunStep", schema),
         fk_columns=("AgentRunID", "ParentID"),
     )
@@ -342,7 +380,10 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         _uuid("AgentID", nullable=False),
         _uuid("UserID"),
         _uuid("CompanyID"),
-        _choice("Type", 20, ("Example", "Counter-Example", "Edge-Case"), "Example"),
+        # entity_subclasses.ts, MJAIAgentExampleSchema (commit 002a732f): Type's value list is the note's
+        # ('Constraint','Context','Example','Issue','Preference'), default 'Example' (the earlier fixture's
+        # ('Example','Counter-Example','Edge-Case') was invented).
+        _choice("Type", 20, ("Preference", "Constraint", "Context", "Example", "Issue"), "Example"),
         _text("ExampleInput", nullable=False),
         _text("ExampleOutput", nullable=False),
         _flag("IsAutoGenerated", False),
@@ -351,7 +392,12 @@ def build_metadata(schema: str, version: str = "newest", dialect: str = "postgre
         _uuid("SourceAIAgentRunID"),
         sa.Column("SuccessScore", sa.Numeric(5, 2), info={"check": sa.column("SuccessScore").between(0, 100)}),
         _text("Comments"),
-        # No 'Archived' here in any MJ version: v3.3 added it to the value list as metadata only.
+        # No MJ migration text declaring a Status CHECK on AIAgentExample was found (searched the index for
+        # CK_AIAgentExample*, the table's CREATE TABLE and its value list). The CHECK here is inferred: MJ's
+        # CodeGen builds value lists from CHECK constraints, and entity_subclasses.ts (MJAIAgentExampleSchema,
+        # commit 002a732f, a post-v3.3 version with LastAccessedAt) lists ('Active','Pending','Revoked') with
+        # default 'Active' even though v3.3 inserted 'Archived' as metadata (v3.3 dropped only the note's
+        # check). Unnamed, because no name is known. Unverified against MJ's DDL.
         _choice("Status", 20, ("Active", "Pending", "Revoked"), "Active"),
         _text("EmbeddingVector"),
         _uuid("EmbeddingModelID"),

@@ -76,6 +76,10 @@ def test_the_fixture_builds_mj_tables_with_checks_fks_indexes_and_triggers(pg_sc
     assert newest_note_columns <= set(note["columns"]) if version == "newest" else not newest_note_columns & set(note["columns"])
     assert ("CK_AIAgentNote_Status" in note["constraints"]) == (version == "newest")
     assert "Archived" not in objects["AIAgentExample"]["constraints"]["AIAgentExample_Status_check"]
+    step, run = objects["AIAgentRunStep"]["constraints"], objects["AIAgentRun"]["constraints"]
+    assert {"CK_AIAgentRunStep_StepType", "CK_AIAgentRunStep_Status", "CK_AIAgentRunStep_StepNumber"} <= set(step) and "CK_AIAgentRun_Status" in run
+    assert ("'Skill'" in step["CK_AIAgentRunStep_StepType"]) == (version == "newest")  # MJ v5.44 added Plan / Skill
+    assert "ON DELETE CASCADE" in step["FK_AIAgentRunStep_AgentRunID"] and "ON DELETE SET NULL" in run["FK_AIAgentRun_UserID"]
     fk_index = "idx_auto_mj_fkey_ai_agent_note_agent_id" if version == "newest" else "IDX_AUTO_MJ_FKEY_AIAgentNote_AgentID"
     assert fk_index in note["indexes"] and "WHERE" in note["indexes"]["IX_AIAgentNote_Lifecycle"]
     agent, user = str(uuid.uuid4()), str(uuid.uuid4())
