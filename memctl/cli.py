@@ -141,6 +141,7 @@ Agent = Annotated[Optional[str], typer.Option("--agent", help="Limit the work to
 PlanOut = Annotated[Optional[str], typer.Option("--plan-out", help="Save the plan as JSON, to apply later with `memctl apply`.", metavar="FILE")]
 Shard = Annotated[Optional[str], typer.Option("--shard", help="Work on shard i of n (partitions whose stable hash mod n is i).", metavar="i/n")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON summary.")]
+AllAgents = Annotated[bool, typer.Option("--all", help="Show every agent's runs, not only memctl's (its agent row, setting agent_id).")]
 MetricsFile = Annotated[Optional[Path], typer.Option("--metrics-file", help="Write Prometheus metrics of the run here (node_exporter textfile collector), atomically.", metavar="FILE")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (cron mails only on failure).")]
 Replan = Annotated[
@@ -400,12 +401,12 @@ def verify(as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
-def orient(as_json: AsJson = False) -> None:
-    """Summarise the store (read-only): counts, partitions, last run, gate state."""
+def orient(as_json: AsJson = False, all_agents: AllAgents = False) -> None:
+    """Summarise the store (read-only): counts, partitions, memctl's last run, gate state."""
     from memctl.orient import orient as summarise
 
     settings = _state().settings()
-    view = summarise(api.open_store(settings), settings)
+    view = summarise(api.open_store(settings), settings, all_agents=all_agents)
     if as_json:
         out.print_json(json.dumps(view.to_dict(), default=str))
         return
@@ -490,11 +491,17 @@ def db_current() -> None:
 
 @runs_app.command("list")
 @guarded
-def runs_list(limit: int = typer.Option(20, "--limit", help="How many runs to show, newest first."), as_json: AsJson = False) -> None:
-    """List the newest runs."""
+def runs_list(limit: int = typer.Option(20, "--limit", help="How many runs to show, newest first."), as_json: AsJson = False, all_agents: AllAgents = False) -> None:
+    """List memctl's newest runs (--all: every agent's)."""
+    from memctl.agent import agent_id, require_agent
     from memctl.orient import list_runs
+    from memctl.store.engine import read
 
-    runs = list_runs(api.open_store(_state().settings()), limit)
+    settings = _state().settings()
+    engine = api.open_store(settings)
+    with read(engine) as conn:
+        require_agent(conn, settings)
+    runs = list_runs(engine, limit, None if all_agents else agent_id(settings))
     if as_json:
         out.print_json(json.dumps(runs, default=str))
         return
@@ -585,12 +592,17 @@ def review_resolve(
 
 @app.command("import")
 @guarded
-def import_command(file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl")) -> None:
+def import_command(
+    file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl"),
+    drop_unknown_columns: bool = typer.Option(
+        False, "--drop-unknown-columns", help="Leave out columns the target's tables lack (default: stop, naming the column)."
+    ),
+) -> None:
     """Import records (all or nothing; a bad line is reported with its number)."""
     from memctl.transfer import import_records
 
     settings = _state().settings()
-    counts = import_records(api.open_store(settings), file, settings.current_time())
+    counts = import_records(api.open_store(settings), file, settings.current_time(), drop_unknown_columns=drop_unknown_columns)
     out.print("imported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)
 
 

@@ -14,6 +14,7 @@ from typing import Optional
 
 import sqlalchemy as sa
 
+from memctl.agent import agent_id as memctl_agent
 from memctl.settings import Settings
 from memctl.store import models as m
 
@@ -42,11 +43,11 @@ class GateDecision:
         }
 
 
-def last_completed_maintenance(conn: sa.Connection, shard: Optional[tuple[int, int]] = None) -> Optional[datetime]:
-    """Return when the last completed maintenance run (of this shard) started."""
+def last_completed_maintenance(conn: sa.Connection, shard: Optional[tuple[int, int]] = None, agent_id: str = m.MEMCTL_AGENT_ID) -> Optional[datetime]:
+    """Return when the last completed maintenance run (of this shard, recorded under `agent_id`) started."""
     return conn.execute(
         sa.select(sa.func.max(m.run.c.StartedAt)).where(
-            m.run.c.AgentID == m.MEMCTL_AGENT_ID,
+            m.run.c.AgentID == agent_id,
             m.run.c.RunName == dream_run_name(shard),
             m.run.c.Status == "Completed",
         )
@@ -55,7 +56,7 @@ def last_completed_maintenance(conn: sa.Connection, shard: Optional[tuple[int, i
 
 def check_gate(conn: sa.Connection, settings: Settings, now: datetime, shard: Optional[tuple[int, int]] = None) -> GateDecision:
     """Decide whether a dream should run now."""
-    last = last_completed_maintenance(conn, shard)
+    last = last_completed_maintenance(conn, shard, memctl_agent(settings))
     if last is None:
         return GateDecision(True, "no maintenance run has completed yet", None, None)
     due = last + timedelta(hours=settings.gate_hours)

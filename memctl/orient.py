@@ -10,6 +10,8 @@ from typing import Any, Optional
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl.agent import agent_id as memctl_agent
+from memctl.agent import require_agent
 from memctl.errors import UsageError
 from memctl.gate import check_gate
 from memctl.records import note_record
@@ -50,11 +52,12 @@ def _counts(conn: sa.Connection, column: sa.Column, *where: Any) -> dict[str, in
     return {str(k): int(v) for k, v in conn.execute(query).all()}
 
 
-def orient(engine: Engine, settings: Settings) -> Orientation:
-    """Summarise the store without changing it."""
+def orient(engine: Engine, settings: Settings, all_agents: bool = False) -> Orientation:
+    """Summarise the store without changing it; the last run is memctl's own unless `all_agents`."""
     n = m.note
     now = settings.current_time()
     with read(engine) as conn:
+        require_agent(conn, settings)
         by_agent = conn.execute(
             sa.select(n.c.AgentID, m.agent.c.Name, sa.func.count())
             .select_from(n.outerjoin(m.agent, m.agent.c.ID == n.c.AgentID))
@@ -66,7 +69,8 @@ def orient(engine: Engine, settings: Settings) -> Orientation:
         sizes: Counter = Counter()
         for row in conn.execute(sa.select(*scope_columns).where(n.c.Status == "Active")).mappings():
             sizes[partition_key(note_record(row, with_vector=False))] += 1
-        last = conn.execute(sa.select(m.run).order_by(m.run.c.StartedAt.desc()).limit(1)).mappings().first()
+        runs = sa.select(m.run) if all_agents else sa.select(m.run).where(m.run.c.AgentID == memctl_agent(settings))
+        last = conn.execute(runs.order_by(m.run.c.StartedAt.desc()).limit(1)).mappings().first()
         gate = check_gate(conn, settings, now)
         reviews = conn.execute(sa.select(sa.func.count()).select_from(m.review).where(m.review.c.Status == "Open")).scalar_one()
         return Orientation(
@@ -97,10 +101,11 @@ def _run_dict(row: Any) -> dict[str, Any]:
     }
 
 
-def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
-    """Return the newest runs first."""
+def list_runs(engine: Engine, limit: int = 20, agent_id: Optional[str] = None) -> list[dict[str, Any]]:
+    """Return the newest runs first: those recorded under `agent_id`, or every agent's when None."""
+    query = sa.select(m.run) if agent_id is None else sa.select(m.run).where(m.run.c.AgentID == agent_id)
     with read(engine) as conn:
-        rows = conn.execute(sa.select(m.run).order_by(m.run.c.StartedAt.desc(), m.run.c.ID).limit(limit)).mappings().all()
+        rows = conn.execute(query.order_by(m.run.c.StartedAt.desc(), m.run.c.ID).limit(limit)).mappings().all()
     return [_run_dict(r) for r in rows]
 
 

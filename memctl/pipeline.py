@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from memctl import lock as leases
+from memctl.agent import agent_id, require_agent
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
 from memctl.phases.base import Overlay, Phase, PhaseContext
@@ -165,16 +166,17 @@ def execute(
 
     decision: Optional[GateDecision] = None
     with read(ctx.engine) as conn:
+        require_agent(conn, settings)
         if gated:
             decision = check_gate(conn, settings, ctx.now, ctx.scope.shard)
             ctx.last_maintenance_at = decision.last_completed_at
         else:
-            ctx.last_maintenance_at = last_completed_maintenance(conn, ctx.scope.shard)
+            ctx.last_maintenance_at = last_completed_maintenance(conn, ctx.scope.shard, agent_id(settings))
     gate_info = None if decision is None else {**decision.as_dict(), "forced": force}
     if decision is not None and not decision.open and not force:
         report = RunReport(command, "skipped", f"gate closed: {decision.reason} (use --force to run anyway)", gate=gate_info)
         if not dry_run:
-            recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX)
+            recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX, agent_id=agent_id(settings))
             report.run_id = recorder.run_id
             gate_step = FinishedStep(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"}, success=True)
             recorder.record_finished_run(report.message, report.to_dict(), [gate_step])
@@ -184,7 +186,7 @@ def execute(
     lease: Optional[leases.Lease] = None
     recorder: Recorder = NullRecorder()
     if not dry_run:
-        run_recorder = RunRecorder(ctx.engine, settings.current_time, run_name)
+        run_recorder = RunRecorder(ctx.engine, settings.current_time, run_name, agent_id=agent_id(settings))
         got = leases.acquire(ctx.engine, ctx.scope.lock_name(), run_recorder.run_id, settings.lease_seconds, settings.current_time)
         if isinstance(got, leases.LeaseRefused):
             return RunReport(

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl.agent import ensure_agent
 from memctl.store import models as m
 from memctl.store.engine import write
 
@@ -77,31 +78,16 @@ class NullRecorder:
 
 
 def ensure_memctl_agent(conn: sa.Connection, now: datetime) -> None:
-    """Create the AIAgent row that owns memctl's runs, when it is missing.
-
-    Two workers starting together on a new store may both try: the insert runs in a savepoint
-    and losing that race is fine.
-    """
-    exists = conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == m.MEMCTL_AGENT_ID)).first()
-    if exists is not None:
-        return
-    try:
-        with conn.begin_nested():
-            conn.execute(
-                m.agent.insert().values(
-                    ID=m.MEMCTL_AGENT_ID, Name=m.MEMCTL_AGENT_NAME, Status="Active", AutoArchiveEnabled=False,
-                    __mj_CreatedAt=now, __mj_UpdatedAt=now,
-                )
-            )
-    except sa.exc.IntegrityError:
-        pass
+    """Create the AIAgent row that owns memctl's runs, when it is missing (see `memctl.agent`)."""
+    ensure_agent(conn, m.MEMCTL_AGENT_ID, now)
 
 
 class RunRecorder:
     """Records one AIAgentRun and its steps."""
 
-    def __init__(self, engine: Engine, clock: Clock, run_name: str, run_id: Optional[str] = None) -> None:
+    def __init__(self, engine: Engine, clock: Clock, run_name: str, run_id: Optional[str] = None, agent_id: str = m.MEMCTL_AGENT_ID) -> None:
         self.engine = engine
+        self.agent_id = agent_id
         self.clock = clock
         self.run_name = run_name
         self.run_id: Optional[str] = run_id or str(uuid.uuid4())
@@ -112,10 +98,10 @@ class RunRecorder:
         """Insert the run row (Status Running) and return its ID."""
         now = self.clock()
         with write(self.engine) as conn:
-            ensure_memctl_agent(conn, now)
+            ensure_agent(conn, self.agent_id, now)
             conn.execute(
                 m.run.insert().values(
-                    ID=self.run_id, AgentID=m.MEMCTL_AGENT_ID, RunName=self.run_name, Status="Running",
+                    ID=self.run_id, AgentID=self.agent_id, RunName=self.run_name, Status="Running",
                     StartedAt=now, Message=message, __mj_CreatedAt=now, __mj_UpdatedAt=now,
                 )
             )
@@ -175,11 +161,11 @@ class RunRecorder:
         """
         now = self.clock()
         run_values = {
-            "ID": self.run_id, "AgentID": m.MEMCTL_AGENT_ID, "RunName": self.run_name, "Status": "Completed", "StartedAt": now,
+            "ID": self.run_id, "AgentID": self.agent_id, "RunName": self.run_name, "Status": "Completed", "StartedAt": now,
             "CompletedAt": now, "Success": True, "Message": message, "Result": to_json(result), "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
         }
         with write(self.engine) as conn:
-            ensure_memctl_agent(conn, now)
+            ensure_agent(conn, self.agent_id, now)
             conn.execute(m.run.insert().values(**run_values))
             conn.execute(m.run_step.insert(), _finished_step_rows(self.run_id, steps, None, 1, now))
         assert self.run_id is not None

@@ -38,6 +38,7 @@ class NoteRecord:
     embedding_vector: Optional[str] = None
     embedding_model_id: Optional[str] = None
     source_conversation_id: Optional[str] = None
+    importance_score: Optional[float] = None
 
 
 # The AIAgentNote columns a NoteRecord carries, in NoteRecord field order.
@@ -63,6 +64,7 @@ NOTE_COLUMNS = (
     ("embedding_vector", "EmbeddingVector"),
     ("embedding_model_id", "EmbeddingModelID"),
     ("source_conversation_id", "SourceConversationID"),
+    ("importance_score", "ImportanceScore"),
 )
 
 
@@ -74,6 +76,8 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
     values["access_count"] = values["access_count"] or 0
     values["consolidation_count"] = values["consolidation_count"] or 0
     values["protection_tier"] = values["protection_tier"] or "Standard"
+    score = values.get("importance_score")
+    values["importance_score"] = None if score is None else float(score)
     return NoteRecord(**values)
 
 

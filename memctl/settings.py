@@ -67,6 +67,10 @@ class Settings:
     #: freeze "now" (ISO 8601) for reproducible demos and tests; unset means the real clock
     now: Optional[str] = None
 
+    #: the AIAgent row memctl records its runs under (an existing row, e.g. MJ's Memory Manager);
+    #: unset means memctl's own row, created on the first run
+    agent_id: Optional[str] = None
+
     gate_hours: float = 24.0
     gate_min_new_notes: int = 0
     lease_seconds: float = 300.0
@@ -297,6 +301,8 @@ def _validate(s: Settings) -> None:
             parse_time(s.now)
         except ValueError:
             raise ConfigError(f"setting 'now' must be an ISO 8601 timestamp (got {s.now!r})") from None
+    if s.agent_id is not None and not re.fullmatch(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}", s.agent_id):
+        raise ConfigError(f"setting 'agent_id' must be an AIAgent ID (a UUID), got {s.agent_id!r}")
     if s.db_schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s.db_schema):
         raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")
 

@@ -16,10 +16,20 @@ held in memory (as tuples) between the two steps, so memory grows with the size 
 Column rules come from `memctl.store.models` (types, lengths, nullability, server defaults), plus
 the value lists and JSON-text columns of DESIGN.md section 2, so a new column cannot slip through
 unvalidated: an unknown column type fails at import time of this module.
+
+Columns memctl does not model (a MemberJunction database's AuthorType, EmbeddingVectorBinary,
+Company.Description, most of AIAgent's and AIAgentRun's...) are carried too: export reflects each
+table and writes every column it has, the modelled ones first, then the others in the table's
+order, encoded by their reflected type (binary as base64, as MJ's API shows it). Import checks
+such a column against the target's table: one it lacks stops the import naming it (unless told
+to drop unknown columns), a missing NOT NULL one without a default is an error, and an omitted
+one takes the database's default.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import os
@@ -28,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, time, timezone
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
@@ -40,6 +50,8 @@ from sqlalchemy.sql.functions import FunctionElement
 from memctl.errors import InputError, UsageError
 from memctl.store import models
 from memctl.store.engine import write
+from memctl.store.live import extra_columns, live_table
+from memctl.store.live import self_references as reflected_self_references
 
 KINDS: dict[str, sa.Table] = {
     "company": models.company,
@@ -52,6 +64,10 @@ KINDS: dict[str, sa.Table] = {
     "run": models.run,
     "run_step": models.run_step,
 }
+
+# Import inserts parents before the rows that reference them: on a MemberJunction database
+# notes and examples have foreign keys to runs (SourceAIAgentRunID).
+INSERT_ORDER = ("company", "user", "conversation", "agent", "note_type", "run", "run_step", "note", "example")
 
 EXPORT_BATCH = 1000  # rows fetched per round trip while exporting
 INSERT_BATCH = 1000  # rows per executemany while importing
@@ -66,9 +82,10 @@ _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("AIAgentNote", "Type"): models.NOTE_TYPES,
     ("AIAgentNote", "ProtectionTier"): models.PROTECTION_TIERS,
     ("AIAgentExample", "Status"): models.EXAMPLE_STATUSES,
-    ("AIAgentRun", "Status"): models.RUN_STATUSES,
+    # MJ's own agents' runs and steps use more values than memctl writes (MJ's CHECKs allow them)
+    ("AIAgentRun", "Status"): (*models.RUN_STATUSES, "Paused"),
     ("AIAgentRunStep", "Status"): models.RUN_STATUSES,
-    ("AIAgentRunStep", "StepType"): models.STEP_TYPES,
+    ("AIAgentRunStep", "StepType"): (*models.STEP_TYPES, "Actions", "Chat", "ForEach", "Sub-Agent", "While"),
 }
 _DECIMAL_BOUNDS: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
     ("AIAgentExample", "SuccessScore"): (Decimal(0), Decimal(100)),
@@ -91,8 +108,10 @@ def export_records(engine: Engine, out: TextIO, kinds: Sequence[str] | None = No
     counts: dict[str, int] = {}
     with _snapshot(engine) as conn:
         for kind in selected:
-            table = KINDS[kind]
-            encoders = [(column.name, _encoder(column)) for column in table.columns]
+            model = KINDS[kind]
+            table = live_table(conn, model)
+            unmodelled = {c.name for c in extra_columns(table, model)}
+            encoders = [(column.name, _extra_encoder(column) if column.name in unmodelled else _encoder(column)) for column in table.columns]
             stmt = sa.select(table).order_by(_id_order(conn, table))
             result = conn.execution_options(yield_per=EXPORT_BATCH).execute(stmt)
             count = 0
@@ -158,6 +177,61 @@ def _encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
     if isinstance(column_type, sa.String):
         return str
     raise TypeError(f"no export rule for {column.table.name}.{column.name} ({column_type!r})")
+
+
+def _extra_encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
+    """Return the JSON encoding of a column memctl does not model, chosen by its reflected type."""
+    column_type = column.type
+    if isinstance(column_type, sa.LargeBinary):
+        return _encode_binary
+    if isinstance(column_type, sa.Uuid):
+        return _encode_uuid
+    if isinstance(column_type, sa.DateTime):
+        return _encode_any_timestamp
+    if isinstance(column_type, sa.Boolean):
+        return bool
+    if isinstance(column_type, sa.Integer):
+        return int
+    if isinstance(column_type, sa.Float):
+        return float
+    if isinstance(column_type, sa.Numeric):
+        return _encode_decimal
+    if isinstance(column_type, sa.String):
+        return str
+    return _encode_value
+
+
+def _encode_binary(value: Any) -> str:
+    return base64.b64encode(bytes(value)).decode("ascii")
+
+
+def _encode_any_timestamp(value: datetime) -> str:
+    # a column without a time zone keeps its naive value; an aware one is written in UTC
+    return value.isoformat(timespec="microseconds") if value.tzinfo is None else _encode_timestamp(value)
+
+
+def _encode_decimal(value: Any) -> Any:
+    """Return a decimal as a JSON number when a float says it exactly, else as its text."""
+    number = Decimal(value) if not isinstance(value, float) else value
+    if isinstance(number, float):
+        return number
+    as_float = float(number)
+    return as_float if math.isfinite(as_float) and Decimal(repr(as_float)) == number else str(number)
+
+
+def _encode_value(value: Any) -> Any:
+    """Encode a value of a type reflection could not name (e.g. SQLite's untyped columns)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _encode_binary(value)
+    if isinstance(value, datetime):
+        return _encode_any_timestamp(value)
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return _encode_decimal(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
 
 
 def _encode_uuid(value: Any) -> str:
@@ -421,6 +495,106 @@ def _kind_rule(table: sa.Table) -> _KindRule:
 _RULES: dict[str, _KindRule] = {kind: _kind_rule(table) for kind, table in KINDS.items()}
 
 
+_OMIT = object()  # an unmodelled column left out of a line: the database's default applies
+
+
+def _check_binary(value: Any) -> bytes:
+    text = _string(value, "a base64 string")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise _Invalid(f"{_show(text)} is not base64") from None
+
+
+def _check_naive_timestamp(value: Any) -> datetime:
+    """A timestamp for a column without a time zone: kept as given (an offset is turned into UTC)."""
+    text = _string(value, "an ISO 8601 timestamp string")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise _Invalid(f"{_show(text)} is not an ISO 8601 timestamp") from None
+    return moment if moment.tzinfo is None else moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _check_number(value: Any) -> Decimal:
+    if type(value) is bool or not isinstance(value, (int, Decimal, str)):
+        raise _Invalid(f"must be a number, got {_json_type(value)}")
+    try:
+        number = Decimal(value)
+    except ArithmeticError:
+        raise _Invalid(f"{_show(value)} is not a number") from None
+    if not number.is_finite():
+        raise _Invalid(f"{value} is not a finite number")
+    return number
+
+
+def _check_integer(value: Any) -> int:
+    if type(value) is not int:
+        raise _Invalid(f"must be an integer, got {_json_type(value)}")
+    return value
+
+
+def _iso_rule(kind: type) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        text = _string(value, f"an ISO 8601 {kind.__name__} string")
+        try:
+            return kind.fromisoformat(text)  # type: ignore[attr-defined]
+        except ValueError:
+            raise _Invalid(f"{_show(text)} is not an ISO 8601 {kind.__name__}") from None
+
+    return check
+
+
+def _extra_rule(column: sa.Column[Any]) -> _ColumnRule:
+    """Return the rule of a column the target has and memctl does not model (by its reflected type)."""
+    column_type = column.type
+    check: Callable[[Any], Any]
+    if isinstance(column_type, sa.LargeBinary):
+        check = _check_binary
+    elif isinstance(column_type, sa.Uuid):
+        check = _check_uuid
+    elif isinstance(column_type, sa.DateTime):
+        check = _check_timestamp if getattr(column_type, "timezone", False) else _check_naive_timestamp
+    elif isinstance(column_type, sa.Date):
+        check = _iso_rule(date)
+    elif isinstance(column_type, sa.Time):
+        check = _iso_rule(time)
+    elif isinstance(column_type, sa.Boolean):
+        check = _check_bool
+    elif isinstance(column_type, sa.Integer):
+        check = _check_integer
+    elif isinstance(column_type, sa.Numeric):
+        check = (lambda v: float(_check_number(v))) if isinstance(column_type, sa.Float) else _check_number
+    elif isinstance(column_type, sa.String):
+        check = _text_rule(column_type.length)
+    else:
+        check = lambda v: v  # noqa: E731 - a type reflection could not name: the database decides
+    required = not column.nullable and column.server_default is None
+    return _ColumnRule(column.name, check, bool(column.nullable), _REQUIRED if required else _OMIT)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What the target database has beyond memctl's models: per kind, its unmodelled columns' rules."""
+
+    extras: dict[str, dict[str, _ColumnRule]]
+    tables: dict[str, str]  # kind -> table name, for messages
+    self_references: dict[str, list[str]]  # kind -> its unmodelled columns with a foreign key to its own table
+    drop_unknown: bool = False
+
+
+def _target(engine: Engine, drop_unknown: bool) -> _Target:
+    from memctl.store.engine import read
+
+    extras: dict[str, dict[str, _ColumnRule]] = {}
+    self_references: dict[str, list[str]] = {}
+    with read(engine) as conn:
+        for kind, model in KINDS.items():
+            extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
+            self_references[kind] = [column for column in reflected_self_references(conn, model) if column in extras[kind]]
+    return _Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
+
+
 # --- import: reading and validating lines --------------------------------------------------
 
 
@@ -434,6 +608,7 @@ class _Rows:
     """The validated rows of one kind, in file order, with the line each came from."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
+    extras: list[dict[str, Any]] = field(default_factory=list)  # unmodelled columns, per row
     lines: list[int] = field(default_factory=list)
     line_of: dict[str, int] = field(default_factory=dict)  # ID -> line
 
@@ -482,8 +657,8 @@ def _parse(text: str) -> dict[str, Any]:
     return record
 
 
-def _validate(record: dict[str, Any], now: datetime) -> tuple[str, tuple[Any, ...]]:
-    """Return (kind, row in column order) for one parsed line, or raise _FieldError."""
+def _validate(record: dict[str, Any], now: datetime, target: _Target) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """Return (kind, row in column order, unmodelled columns) for one parsed line, or raise _FieldError."""
     if "kind" not in record:
         raise _FieldError("kind", "missing")
     kind = record.pop("kind")
@@ -491,10 +666,31 @@ def _validate(record: dict[str, Any], now: datetime) -> tuple[str, tuple[Any, ..
         shown = _show(kind) if isinstance(kind, str) else _json_type(kind)
         raise _FieldError("kind", f"unknown kind {shown}, expected one of {', '.join(KINDS)}")
     rule = _RULES[kind]
-    for key in record:
-        if key not in rule.index:
-            hint = rule.folded.get(key.lower())
-            raise _FieldError(key, f"unknown column for kind {kind}" + (f" (did you mean {hint}?)" if hint else ""))
+    unmodelled = target.extras[kind]
+    extras: dict[str, Any] = {}
+    for key in list(record):
+        if key in rule.index:
+            continue
+        if key not in unmodelled:
+            hint = rule.folded.get(key.lower()) or next((n for n in unmodelled if n.lower() == key.lower()), None)
+            if hint:
+                raise _FieldError(key, f"unknown column for kind {kind} (did you mean {hint}?)")
+            if target.drop_unknown:
+                continue
+            raise _FieldError(key, f"the target's {target.tables[kind]} table has no such column (--drop-unknown-columns imports the file without it)")
+        value = record[key]
+        if value is None:
+            if not unmodelled[key].nullable:
+                raise _FieldError(key, "must not be null")
+            extras[key] = None
+            continue
+        try:
+            extras[key] = unmodelled[key].check(value)
+        except _Invalid as exc:
+            raise _FieldError(key, str(exc)) from None
+    for extra in unmodelled.values():
+        if extra.name not in record and extra.default is _REQUIRED:
+            raise _FieldError(extra.name, f"missing (the target's {target.tables[kind]} table requires it)")
     row: list[Any] = []
     for column in rule.columns:
         if column.name in record:
@@ -519,17 +715,17 @@ def _validate(record: dict[str, Any], now: datetime) -> tuple[str, tuple[Any, ..
     reference = _SELF_REFERENCES.get(kind)
     if reference and row[rule.index[reference]] == row[0]:
         raise _FieldError(reference, "a row cannot point at itself")
-    return kind, tuple(row)
+    return kind, tuple(row), extras
 
 
-def _read(source: TextIO | str | os.PathLike[str], now: datetime) -> dict[str, _Rows]:
+def _read(source: TextIO | str | os.PathLike[str], now: datetime, target: _Target) -> dict[str, _Rows]:
     """Parse and validate every line; raise InputError at the first bad one."""
     batch = {kind: _Rows() for kind in KINDS}
     for number, text in _lines(source):
         if not text.strip():
             continue
         try:
-            kind, row = _validate(_parse(text), now)
+            kind, row, extras = _validate(_parse(text), now, target)
         except _FieldError as exc:
             raise InputError(f"line {number}: {exc}") from None
         rows = batch[kind]
@@ -538,6 +734,7 @@ def _read(source: TextIO | str | os.PathLike[str], now: datetime) -> dict[str, _
             raise InputError(f"line {number}: ID: duplicate of line {first} ({kind} {row[0]})")
         rows.line_of[row[0]] = number
         rows.rows.append(row)
+        rows.extras.append(extras)
         rows.lines.append(number)
     return batch
 
@@ -575,8 +772,8 @@ def _references(
             errors.append((line, f"{column}: {target_kind} {row[position]} is neither in the file nor in the store"))
 
 
-def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[int, str]]) -> list[int]:
-    """Return row indexes ordered so that a row's parent (when in the file) comes before it."""
+def _parents_first(rows: _Rows, parents: Sequence[Any], column: str, errors: list[tuple[int, str]]) -> list[int]:
+    """Return row indexes ordered so that a row's parent (`parents[i]`, when in the file) comes before it."""
     unseen, on_path = -1, -2
     index = {row[0]: i for i, row in enumerate(rows.rows)}
     depth = [unseen] * len(rows.rows)
@@ -591,7 +788,7 @@ def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[i
                 break
             depth[current] = on_path
             path.append(current)
-            parent = rows.rows[current][position]
+            parent = parents[current]
             current = index.get(parent) if parent is not None else None
         base = depth[current] if current is not None and depth[current] >= 0 else -1
         for i in reversed(path):
@@ -600,7 +797,7 @@ def _parents_first(rows: _Rows, position: int, column: str, errors: list[tuple[i
     return sorted(range(len(rows.rows)), key=depth.__getitem__)
 
 
-def _check_and_order(conn: Connection, batch: dict[str, _Rows]) -> dict[str, list[tuple[Any, ...]]]:
+def _check_and_order(conn: Connection, batch: dict[str, _Rows], target: _Target) -> dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]]:
     """Check the file against the store; return the rows to insert per kind, in insert order."""
     errors: list[tuple[int, str]] = []
     skipped: set[int] = set()
@@ -616,36 +813,51 @@ def _check_and_order(conn: Connection, batch: dict[str, _Rows]) -> dict[str, lis
     _references(conn, batch["note"], "ConsolidatedIntoNoteID", _RULES["note"], "note", batch, errors)
     _references(conn, batch["run_step"], "AgentRunID", _RULES["run_step"], "run", batch, errors)
     _references(conn, batch["run_step"], "ParentID", _RULES["run_step"], "run_step", batch, errors)
-    ordered: dict[str, list[tuple[Any, ...]]] = {}
+    ordered: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
     for kind, rows in batch.items():
         reference = _SELF_REFERENCES.get(kind)
         if reference:
-            order = _parents_first(rows, _RULES[kind].index[reference], reference, errors)
+            position = _RULES[kind].index[reference]
+            order = _parents_first(rows, [row[position] for row in rows.rows], reference, errors)
+        elif target.self_references.get(kind):
+            # a self-reference of the target memctl does not model (MJ's AIAgent.ParentID, AIAgentRun.ParentRunID)
+            reference = target.self_references[kind][0]
+            order = _parents_first(rows, [extras.get(reference) for extras in rows.extras], reference, errors)
         else:
             order = range(len(rows.rows))
-        ordered[kind] = [rows.rows[i] for i in order if rows.lines[i] not in skipped]
+        ordered[kind] = [(rows.rows[i], rows.extras[i]) for i in order if rows.lines[i] not in skipped]
     if errors:
         line, message = min(errors)
         raise InputError(f"line {line}: {message}")
     return ordered
 
 
-def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now: datetime) -> dict[str, int]:
+def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now: datetime, drop_unknown_columns: bool = False) -> dict[str, int]:
     """Import a JSON Lines file all-or-nothing; return the rows inserted per kind.
 
     A missing ID gets a new uuid4; missing columns take the models' defaults, and missing
     __mj_CreatedAt / __mj_UpdatedAt take `now`. The memctl system agent row is skipped when the
     store already has it (it is not counted); any other ID already in the store is an error.
+    Columns memctl does not model go to the target's columns of that name: a column the target
+    lacks is an error naming it, or, with `drop_unknown_columns`, left out.
     """
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
-    batch = _read(source, now.astimezone(timezone.utc))
-    counts: dict[str, int] = {}
-    with write(engine) as conn:
-        ordered = _check_and_order(conn, batch)
-        for kind, rows in ordered.items():
-            table, names = KINDS[kind], _RULES[kind].names
-            for chunk in _chunks(rows, INSERT_BATCH):
-                conn.execute(table.insert(), [dict(zip(names, row)) for row in chunk])
-            counts[kind] = len(rows)
-    return counts
+    target = _target(engine, drop_unknown_columns)
+    batch = _read(source, now.astimezone(timezone.utc), target)
+    try:
+        with write(engine) as conn:
+            ordered = _check_and_order(conn, batch, target)
+            for kind in INSERT_ORDER:
+                table, names = live_table(conn, KINDS[kind]), _RULES[kind].names
+                for chunk in _chunks(ordered[kind], INSERT_BATCH):
+                    # one executemany per set of unmodelled columns given (an omitted one takes its default)
+                    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+                    for row, extras in chunk:
+                        by_columns.setdefault(tuple(extras), []).append({**dict(zip(names, row)), **extras})
+                    for params in by_columns.values():
+                        conn.execute(table.insert(), params)
+    except sa.exc.IntegrityError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+        raise InputError(f"the database refused the file, nothing was imported: {reason}") from None
+    return {kind: len(ordered[kind]) for kind in KINDS}

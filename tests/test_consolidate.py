@@ -99,6 +99,8 @@ def export(db: Db) -> str:
 
 
 def without_run_tags(text: str) -> str:
+    """Mask what names the run: Comments tags and a created note's SourceAIAgentRunID."""
+    text = re.sub(r'"SourceAIAgentRunID":"[0-9a-f-]{36}"', '"SourceAIAgentRunID":"#"', text)
     return re.sub(r"run [0-9a-f]{8}\]", "run ########]", text)
 
 

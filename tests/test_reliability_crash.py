@@ -171,6 +171,7 @@ def end_state(db: Db) -> str:
         if record["kind"] == "note" and record.get("DerivedFromNoteIDs") and "[memctl " in (record.get("Comments") or ""):
             renamed[record["ID"]] = "created-from:" + ",".join(sorted(json.loads(record["DerivedFromNoteIDs"])))
             record["__mj_CreatedAt"] = "(run time)"
+            record["SourceAIAgentRunID"] = "(the run that created it)"
     lines = []
     for record in records:
         if record.get("Comments") and "[memctl " in record["Comments"]:

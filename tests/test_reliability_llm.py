@@ -152,6 +152,7 @@ def end_state(engine: sa.Engine) -> dict[str, str]:
         record = json.loads(line)
         if record["ID"] == m.MEMCTL_AGENT_ID:
             continue
+        line = re.sub(r'"SourceAIAgentRunID":"[0-9a-f-]{36}"', '"SourceAIAgentRunID":"#"', line)
         out[record["ID"]] = re.sub(r"run [0-9a-f]{8}\]", "run ########]", line)
     return out
 

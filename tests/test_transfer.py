@@ -363,7 +363,7 @@ BAD_LINES = [
     pytest.param(note(Type="Opinion"), "Type: 'Opinion' is not one of", id="bad-type"),
     pytest.param(note(ProtectionTier="Sacred"), "ProtectionTier: 'Sacred' is not one of", id="bad-tier"),
     pytest.param(json.dumps(STEP | {"StepType": "Thinking"}), "StepType: 'Thinking' is not one of", id="bad-step-type"),
-    pytest.param(note(Colour="red"), "Colour: unknown column for kind note", id="unknown-key"),
+    pytest.param(note(Colour="red"), "Colour: the target's AIAgentNote table has no such column", id="unknown-key"),
     pytest.param(note(id=uid("0", 6)), "id: unknown column for kind note (did you mean ID?)", id="miscased-key"),
     pytest.param(note(AccessCount="3"), "AccessCount: must be an integer, got a string", id="int-as-string"),
     pytest.param(note(AccessCount=True), "AccessCount: must be an integer, got a boolean", id="int-as-bool"),
@@ -446,6 +446,7 @@ def test_statement_count_does_not_grow_per_row(db: Db) -> None:
     def count(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
         statements.append(statement)
 
+    import_records(db.engine, jsonl(), NOW)  # the tables are reflected once per engine, whatever the file's size
     event.listen(db.engine, "before_cursor_execute", count)
     try:
         counts = import_records(db.engine, jsonl(*records), NOW)

@@ -129,6 +129,18 @@ def consolidation_problem(question: Question, reply: ConsolidationReply, max_cha
     return None
 
 
+def inherited_importance(sources: Sequence[NoteRecord]) -> Optional[float]:
+    """Return the ImportanceScore of a note consolidated from `sources`: the highest of theirs.
+
+    MJ's Memory Manager creates a consolidated note without one and scores every Active note
+    later (0-10; its contradiction rule protects pairs scoring 7 or more, its decay reads a
+    missing score as 5). memctl does not score, so the merged note keeps its most important
+    source's score rather than falling back to 5; none when no source has one, as in MJ.
+    """
+    scores = [n.importance_score for n in sources if n.importance_score is not None]
+    return max(scores) if scores else None
+
+
 def best_cover(
     narrow: np.ndarray, broad: np.ndarray, threshold: float, narrow_expiry: np.ndarray, broad_expiry: np.ndarray, block: int = BLOCK
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -450,6 +462,7 @@ class ConsolidatePhase:
             "ExpiresAt": jsonable(max(expiries)) if all(e is not None for e in expiries) else None,  # type: ignore[type-var]
             "ConsolidationCount": max(n.consolidation_count for n in sources) + 1,
             "DerivedFromNoteIDs": json.dumps(ids),
+            "ImportanceScore": inherited_importance(sources),
             "__mj_CreatedAt": jsonable(now),
             "__mj_UpdatedAt": jsonable(now),
         }

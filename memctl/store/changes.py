@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 from memctl.plan import Mutation, Unit, guard_mismatch, jsonable
 from memctl.settings import parse_time
 from memctl.store import models as m
+from memctl.store.created import created_note, loggable
 from memctl.store.engine import write
 
 TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example, "memctl_review": m.review}
@@ -225,9 +226,10 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
             continue
         if mutation.comment:
             values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
-        conn.execute(m.note.insert().values(**values))
+        table, values = created_note(conn, values, ctx.run_id)
+        conn.execute(table.insert().values(**values))
         outcome.applied.append(mutation)
-        changes.append(_change_row(ctx, unit, mutation, None, jsonable(values)))
+        changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
 
     for mutation in flags:
         a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))

@@ -1,0 +1,73 @@
+"""The AIAgent row memctl's runs belong to.
+
+By default memctl records its runs under its own row (`models.MEMCTL_AGENT_ID`, named
+"memctl"), created on the first recorded run. On a MemberJunction database that row looks like
+MJ's own maintenance agent, the Memory Manager: restricted (`IsRestricted`, so it is not offered
+to users), injecting no notes or examples into its own prompts (`InjectNotes`,
+`InjectExamples`) and writing no memory in flight (`AllowMemoryWrite`), each where the AIAgent
+table has the column (MJ v2.111+, v5.26+); it is also left out of retention archival
+(`AutoArchiveEnabled`). memctl's own schema has none of MJ's flags, so there it is a plain row.
+
+An operator may name an existing row instead (`agent_id` / `MEMCTL_AGENT_ID`, e.g. to record
+under MJ's Memory Manager row); memctl never creates or changes that row, and refuses to run
+(exit 2) when it does not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memctl.errors import ConfigError
+from memctl.settings import Settings
+from memctl.store import models as m
+from memctl.store.live import live_table
+
+DESCRIPTION = "memctl: scheduled maintenance of agent memory (consolidate, contradictions, prune, archive). Not for users."
+#: MJ's AIAgent flags and the values its Memory Manager row has; set where the column exists
+MAINTENANCE_FLAGS: dict[str, Any] = {"IsRestricted": True, "InjectNotes": False, "InjectExamples": False, "AllowMemoryWrite": False}
+
+
+def agent_id(settings: Settings) -> str:
+    """Return the ID of the AIAgent row memctl's runs belong to."""
+    return str(uuid.UUID(settings.agent_id)) if settings.agent_id else m.MEMCTL_AGENT_ID
+
+
+def require_agent(conn: Connection, settings: Settings) -> None:
+    """Refuse an `agent_id` setting that names no AIAgent row (the default row is created when needed)."""
+    if settings.agent_id is None:
+        return
+    wanted = agent_id(settings)
+    if conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == wanted)).first() is None:
+        raise ConfigError(f"setting 'agent_id' names agent {wanted}, which is not in the AIAgent table: name an existing agent, or unset it to use memctl's own")
+
+
+def ensure_agent(conn: Connection, wanted: str, now: datetime) -> None:
+    """Create memctl's own AIAgent row when `wanted` is it and it is missing.
+
+    Two workers starting together on a new store may both try: the insert runs in a savepoint
+    and losing that race is fine. A row named by the operator is never created here.
+    """
+    if conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == wanted)).first() is not None:
+        return
+    if wanted != m.MEMCTL_AGENT_ID:
+        raise ConfigError(f"agent {wanted} (setting 'agent_id') is not in the AIAgent table")
+    table = live_table(conn, m.agent)
+    values: dict[str, Any] = {
+        "ID": m.MEMCTL_AGENT_ID, "Name": m.MEMCTL_AGENT_NAME, "Status": "Active", "AutoArchiveEnabled": False,
+        "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
+    }
+    values.update({column: value for column, value in MAINTENANCE_FLAGS.items() if column in table.c})
+    if "Description" in table.c:
+        values["Description"] = DESCRIPTION
+    try:
+        with conn.begin_nested():
+            conn.execute(table.insert().values(**values))
+    except sa.exc.IntegrityError as exc:
+        if conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == wanted)).first() is None:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+            raise ConfigError(f"cannot create memctl's AIAgent row here ({reason}): name an existing agent with the agent_id setting") from None

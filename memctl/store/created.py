@@ -1,0 +1,63 @@
+"""What a note memctl creates carries, so MemberJunction can use it like one of its own.
+
+MJ's Memory Manager creates consolidated notes through its entity layer; memctl writes them
+directly, so it fills what that layer would:
+
+- SourceAIAgentRunID: the run that applies the plan (a saved plan is applied by a later run, so
+  the plan does not carry it; apply fills it in, whatever the plan file says).
+- 'MemoryManager' as the note's author, where the table has the column: `AuthorType` in MJ's
+  PostgreSQL schema, `AuthoredBy` in its SQL Server one (the "Agent In-Flight Memory Writes"
+  migration; its CHECK allows Agent, MemoryManager, User). memctl's own schema has neither.
+- EmbeddingVectorBinary, where the table has that column and the note has an EmbeddingVector:
+  the same vector in MJ's binary form, little-endian IEEE-754 float32, 4 bytes per dimension,
+  no header (MJ `V202610061614__v6.2.x__Binary_Vector_Columns`). MJ's readers prefer it.
+
+The plan's values (EmbeddingVector / EmbeddingModelID, ImportanceScore...) are decided when
+planning; these three depend on the database and the applying run, so apply adds them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memctl.store import models as m
+from memctl.store.live import live_table
+
+AUTHOR_TYPE = "MemoryManager"
+#: MJ's author column: its PostgreSQL conversion's name, then its SQL Server migration's
+AUTHOR_COLUMNS = ("AuthorType", "AuthoredBy")
+#: columns apply sets on a created note (a plan never decides them)
+FILLED_AT_APPLY = ("SourceAIAgentRunID", *AUTHOR_COLUMNS, "EmbeddingVectorBinary")
+
+
+def binary_vector(vector_text: str) -> bytes:
+    """Return an EmbeddingVector (JSON text) as MJ's EmbeddingVectorBinary bytes (float32, little-endian)."""
+    return np.asarray(json.loads(vector_text), dtype="<f4").tobytes()
+
+
+def vector_from_binary(blob: bytes) -> list[float]:
+    """Return the floats of an EmbeddingVectorBinary value."""
+    return np.frombuffer(blob, dtype="<f4").astype(float).tolist()
+
+
+def created_note(conn: Connection, values: Mapping[str, Any], run_id: str) -> tuple[sa.Table, dict[str, Any]]:
+    """Return the table to insert a created note into and the full row: `values` plus what apply fills."""
+    table = live_table(conn, m.note)
+    row = {k: v for k, v in values.items() if k not in FILLED_AT_APPLY}
+    row["SourceAIAgentRunID"] = run_id
+    for column in AUTHOR_COLUMNS:
+        if column in table.c:
+            row[column] = AUTHOR_TYPE
+    if "EmbeddingVectorBinary" in table.c and row.get("EmbeddingVector"):
+        row["EmbeddingVectorBinary"] = binary_vector(row["EmbeddingVector"])
+    return table, row
+
+
+def loggable(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return `row` without its binary values (the change log is JSON; the binary vector is derived)."""
+    return {k: v for k, v in row.items() if not isinstance(v, (bytes, bytearray, memoryview))}
