@@ -120,6 +120,7 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
         raise UsageError(f"RUN_ID must be a run's full ID (see `memctl runs list`), got {run_id!r}")
     engine = engine or open_store(settings)
     _require_finished_run(engine, run_id.strip().lower())
+    _require_known_actions(engine, run_id.strip().lower())
     ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
     return execute(ctx, "memctl undo", [UndoPhase(run_id.strip(), force)], dry_run=dry_run, run_name=f"memctl undo {run_id.strip().lower()}")
 
@@ -154,6 +155,19 @@ def _require_finished_run(engine: Engine, run_id: str) -> None:
         raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
     if status == "Running":
         raise UsageError(f"run {run_id} is still Running; undo it once it has finished")
+
+
+def _require_known_actions(engine: Engine, run_id: str) -> None:
+    from memctl.store.changes import unknown_actions
+    from memctl.store.engine import read
+
+    with read(engine) as conn:
+        unknown = unknown_actions(conn, run_id)
+    if unknown:
+        raise UsageError(
+            f"run {run_id}'s change log holds action(s) {', '.join(repr(a) for a in unknown)} that this version of memctl does not know; "
+            "nothing undone (undo it with the memctl version that made it)"
+        )
 
 
 def phases_available() -> Sequence[str]:
