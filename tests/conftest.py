@@ -114,3 +114,29 @@ def sqlite_db(tmp_path: Path) -> Iterator[Db]:
     store = make_db("sqlite", tmp_path)
     yield store
     store.engine.dispose()
+
+
+@dataclass
+class MjDb(Db):
+    """A MemberJunction database (tests/mj_fixture.py) with memctl upgraded on top of it."""
+
+    mj_version: str = "newest"
+
+
+def make_mj_db(tmp_path: Path, schema: str, version: str, migrate: bool = True) -> MjDb:
+    """Build MJ's tables at `version` in `schema`, then (unless told not to) run memctl's `db upgrade` path on it."""
+    from mj_fixture import mj_database
+
+    raw = sa.create_engine(PG_URL)
+    mj_database(raw, schema, version)
+    raw.dispose()
+    store = make_db("postgresql", tmp_path, schema=schema, migrate=migrate)
+    return MjDb(store.backend, store.settings, store.engine, store.path, mj_version=version)
+
+
+@pytest.fixture(params=["newest", "older"])
+def mj_db(request: pytest.FixtureRequest, pg_schema: str, tmp_path: Path) -> Iterator[MjDb]:
+    """Yield a MemberJunction database (newest and older MJ) on PostgreSQL, upgraded by memctl."""
+    store = make_mj_db(tmp_path, pg_schema, request.param)
+    yield store
+    store.engine.dispose()
