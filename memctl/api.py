@@ -103,8 +103,15 @@ def run_phase(settings: Settings, name: str, options: RunOptions = RunOptions(),
 
 
 def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
-    """Apply a saved plan exactly; actions whose rows changed since planning are skipped."""
+    """Apply a saved plan exactly; actions whose rows changed since planning are skipped.
+
+    The plan is validated whole first (memctl/plancheck.py): one action memctl could not have
+    planned refuses the plan (exit 2) before anything is written.
+    """
+    from memctl.plancheck import check_plan
+
     plan = load_plan(path)
+    check_plan(plan, settings, source=str(path))
     engine = engine or open_store(settings)
     scope = plan.scope or {}
     ctx = context(settings, engine, RunOptions(agent=scope.get("agent"), shard=scope.get("shard")), reporter)
