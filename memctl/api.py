@@ -177,6 +177,28 @@ def _require_known_actions(engine: Engine, run_id: str) -> None:
         )
 
 
+def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:
+    """Drop cached vectors (all, or one model's) and, with `verdicts`, cached LLM verdicts; return rows removed.
+
+    Safe at any time: a cache only saves work; the next run embeds (and asks) again.
+    """
+    import sqlalchemy as sa
+
+    from memctl.store import models as m
+    from memctl.store.engine import write
+
+    engine = engine or open_store(settings)
+    removed = {}
+    with write(engine) as conn:
+        query = sa.delete(m.embedding)
+        if model is not None:
+            query = query.where(m.embedding.c.Model == model)
+        removed["vectors"] = conn.execute(query).rowcount
+        if verdicts:
+            removed["verdicts"] = conn.execute(sa.delete(m.verdict)).rowcount
+    return removed
+
+
 def phases_available() -> Sequence[str]:
     """Return the phase names in pipeline order."""
     from memctl.pipeline import PHASE_ORDER

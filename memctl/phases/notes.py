@@ -65,6 +65,9 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
             if str(values["ID"]).lower() in overlay.removed or not in_shard(values, ctx.scope):
                 continue
             notes.append(note_record(values, with_vector=with_vector))
+    negative = sum(1 for n in notes if n.stored_access_count is not None)
+    if negative:
+        ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
     for added in overlay.added:
         if added.id not in overlay.removed and (not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()):
             notes.append(added)
