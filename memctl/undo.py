@@ -13,10 +13,9 @@ import sqlalchemy as sa
 
 from memctl.errors import FailedError, UsageError
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import chunks
 from memctl.plan import PhasePlan, guard_mismatch
 from memctl.store import models as m
-from memctl.store.changes import TABLE_OBJECTS, policy_refusal, undo_units
+from memctl.store.changes import TABLE_OBJECTS, policy_refusal, rows_by_id, undo_units
 from memctl.store.engine import read
 
 STEP_NAME = "Undo Run"
@@ -68,11 +67,7 @@ class UndoPhase:
             for mutation in unit.mutations:
                 by_table.setdefault(mutation.table, []).append(mutation)
         for table_name, mutations in by_table.items():
-            table = TABLE_OBJECTS[table_name]
-            rows = {}
-            for chunk in chunks([mu.record_id for mu in mutations]):
-                for row in conn.execute(sa.select(table).where(table.c.ID.in_(chunk))).mappings():
-                    rows[str(row["ID"]).lower()] = row
+            rows = rows_by_id(conn, TABLE_OBJECTS[table_name], [mu.record_id for mu in mutations])
             for mutation in mutations:
                 row = rows.get(mutation.record_id)
                 if mutation.action == "flag":

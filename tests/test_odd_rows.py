@@ -155,7 +155,40 @@ def test_an_access_count_of_minus_100_round_trips_through_export_and_import(sqli
         twin.engine.dispose()
 
 
-def sqlite_id_spelling(db: Db, note_id: str, spelling: str) -> None:
-    """Rewrite a note's ID as raw text the way another application might have stored it."""
+def raw_rows(db: Db, note_id: str) -> list[tuple[str, str]]:
+    """Return (stored ID text, Status) of every row whose ID is `note_id` in any spelling."""
+    with db.engine.connect() as conn:
+        query = 'SELECT "ID", "Status" FROM "AIAgentNote" WHERE lower(replace("ID", \'-\', \'\')) = ? ORDER BY "ID"'
+        return [tuple(r) for r in conn.exec_driver_sql(query, (uuid.UUID(note_id).hex,)).all()]
+
+
+def test_sqlite_ids_differing_only_in_case_are_one_record(sqlite_db: Db) -> None:
+    db = sqlite_db
+    seed(db.engine, NOW)
+    source = did("note:alice-email-2")
+    with db.engine.begin() as conn:  # another application inserted the same note again, ID upper-cased
+        row = dict(conn.exec_driver_sql('SELECT * FROM "AIAgentNote" WHERE "ID" = ?', (uuid.UUID(source).hex,)).mappings().one())
+        row["ID"] = row["ID"].upper()
+        conn.exec_driver_sql(f'INSERT INTO "AIAgentNote" ({", ".join(chr(34) + k + chr(34) for k in row)}) VALUES ({", ".join("?" for _ in row)})', tuple(row.values()))
+    report = dream_ok(db)
+    assert report.exit_code == 0
+    assert sorted(raw_rows(db, source)) == [(uuid.UUID(source).hex.upper(), "Active"), (uuid.UUID(source).hex, "Revoked")]
+
+
+def test_sqlite_an_id_stored_upper_case_with_dashes_is_found_and_its_changes_applied(sqlite_db: Db) -> None:
+    db = sqlite_db
+    seed(db.engine, NOW)
+    keys = {"source": "note:alice-email-2", "loser": "note:alice-units-old", "winner": "note:alice-units-new", "orphan": "note:legacy-1"}
+    notes = {k: did(v) for k, v in keys.items()}
     with db.engine.begin() as conn:
-        conn.exec_driver_sql('UPDATE "AIAgentNote" SET "ID" = ? WHERE "ID" = ?', (spelling, uuid.UUID(note_id).hex))
+        for note_id in notes.values():
+            conn.exec_driver_sql('UPDATE "AIAgentNote" SET "ID" = ? WHERE "ID" = ?', (note_id.upper(), uuid.UUID(note_id).hex))
+    report = dream_ok(db)
+    assert not [s for p in report.phases for s in p.skipped]
+    status = {k: raw_rows(db, v) for k, v in notes.items()}
+    assert status["source"] == [(notes["source"].upper(), "Revoked")]
+    assert status["loser"] == [(notes["loser"].upper(), "Revoked")] and status["winner"] == [(notes["winner"].upper(), "Active")]
+    assert status["orphan"] == [(notes["orphan"].upper(), "Archived")]
+    undone = api.undo(at(db.settings, NOW), report.run_id, engine=db.engine)
+    assert undone.exit_code == 0, undone.phases[0].error
+    assert all(raw_rows(db, v)[0][1] == "Active" for v in notes.values())

@@ -170,14 +170,54 @@ def _check_review_mutation(mutation: Mutation) -> None:
         raise ValueError("a review settles a pair as Resolved or Dismissed")
 
 
-def _lock_rows(conn: Connection, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+RAW_ID = "__memctl_raw_id"  # on SQLite, the ID column's text exactly as stored
+
+
+def id_spellings(record_id: str) -> list[str]:
+    """Return the ways a GUID may be stored as text on SQLite (SQLAlchemy's 32 hex digits, or
+    another application's dashed form), in either case."""
+    hexed = uuid.UUID(record_id).hex
+    dashed = str(uuid.UUID(hexed))
+    return [hexed, hexed.upper(), dashed, dashed.upper()]
+
+
+def rows_by_id(conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False) -> dict[str, Mapping[str, Any]]:
+    """Return the rows of `table` whose ID is in `ids`, by lowercase ID.
+
+    On SQLite a GUID is text: another application may have stored it upper-case or with dashes,
+    which SQLAlchemy's comparison (32 lowercase hex digits) never matches. There every spelling
+    is looked up and the stored text is kept (RAW_ID) so the row is written back by it; of rows
+    whose IDs differ only in spelling, the one in SQLAlchemy's spelling is the record.
+    """
     rows: dict[str, Mapping[str, Any]] = {}
+    sqlite = conn.dialect.name == "sqlite"
+    raw = sa.type_coerce(table.c.ID, sa.String)
     for start in range(0, len(ids), CHUNK):
         chunk = list(ids[start : start + CHUNK])
-        query = sa.select(table).where(table.c.ID.in_(chunk)).with_for_update()
+        if sqlite:
+            spellings = [s for i in chunk for s in id_spellings(i)]
+            query = sa.select(table, raw.label(RAW_ID)).where(raw.in_(spellings))
+        else:
+            query = sa.select(table).where(table.c.ID.in_(chunk))
+        if lock:
+            query = query.with_for_update()
         for row in conn.execute(query).mappings():
-            rows[str(row["ID"]).lower()] = row
+            key = str(row["ID"]).lower()
+            if key not in rows or (sqlite and row[RAW_ID] == uuid.UUID(key).hex):
+                rows[key] = row
     return rows
+
+
+def _lock_rows(conn: Connection, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+    return rows_by_id(conn, table, ids, lock=True)
+
+
+def _stored_id(row: Mapping[str, Any]) -> Any:
+    return row[RAW_ID] if RAW_ID in row else row["ID"]
+
+
+def _row_state(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != RAW_ID}
 
 
 class _SkipUnit(Exception):
@@ -252,6 +292,7 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
     for table_name, mutations in by_table.items():
         table = TABLE_OBJECTS[table_name]
         rows = _lock_rows(conn, table, [mu.record_id.lower() for mu in mutations])
+        sqlite = conn.dialect.name == "sqlite"
         updates: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         for mutation in mutations:
             row = rows.get(mutation.record_id.lower())
@@ -267,8 +308,8 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
             if mutation.action == "check":
                 continue  # a guard only: the row this unit relies on (e.g. an absorbing note) is unchanged
             if mutation.action == "unflag":
-                conn.execute(sa.delete(table).where(table.c.ID == row["ID"]))
-                changes.append(_change_row(ctx, unit, mutation, jsonable(dict(row)), None))
+                conn.execute(sa.delete(table).where(_id_is(conn, table, _stored_id(row))))
+                changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
                 outcome.applied.append(mutation)
                 continue
             new = to_db_values(table, mutation.values)
@@ -277,18 +318,41 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
             if "__mj_UpdatedAt" in table.c:
                 new.setdefault("__mj_UpdatedAt", ctx.now)
             keys = tuple(sorted(new))
-            updates[keys].append({"b_id": row["ID"], **{f"b_{k}": v for k, v in new.items()}})
+            written = _sqlite_ids(table, new, rows) if sqlite else new
+            updates[keys].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
             before = {c: jsonable(row[c]) for c in change_columns(table_name) if c in table.c}
             after = dict(before)
             after.update(jsonable({k: v for k, v in new.items() if k in before}))
             changes.append(_change_row(ctx, unit, mutation, before, after))
             outcome.applied.append(mutation)
         for keys, params in updates.items():
-            statement = sa.update(table).where(table.c.ID == sa.bindparam("b_id")).values({k: sa.bindparam(f"b_{k}") for k in keys})
+            if sqlite:  # IDs as the text they are stored as (rows_by_id)
+                statement = sa.update(table).where(sa.type_coerce(table.c.ID, sa.String) == sa.bindparam("b_id", type_=sa.String)).values(
+                    {k: sa.bindparam(f"b_{k}", type_=sa.String) if isinstance(table.c[k].type, sa.Uuid) else sa.bindparam(f"b_{k}") for k in keys}
+                )
+            else:
+                statement = sa.update(table).where(table.c.ID == sa.bindparam("b_id")).values({k: sa.bindparam(f"b_{k}") for k in keys})
             conn.execute(statement, params)
     if changes and not (unit.atomic and outcome.skipped):
         conn.execute(m.change.insert(), changes)
     return outcome
+
+
+def _id_is(conn: Connection, table: sa.Table, stored: Any) -> sa.ColumnElement[bool]:
+    if conn.dialect.name == "sqlite":
+        return sa.type_coerce(table.c.ID, sa.String) == sa.literal(stored, sa.String)
+    return table.c.ID == stored
+
+
+def _sqlite_ids(table: sa.Table, values: Mapping[str, Any], rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Spell the GUIDs of `values` as SQLite stores them: a row of this unit by its stored text
+    (a foreign key compares text exactly), any other in SQLAlchemy's 32 hex digits."""
+    out = dict(values)
+    for name, value in values.items():
+        if isinstance(value, str) and isinstance(table.c[name].type, sa.Uuid):
+            known = rows.get(value.lower())
+            out[name] = known[RAW_ID] if known is not None and RAW_ID in known else uuid.UUID(value).hex
+    return out
 
 
 def _change_row(ctx: ApplyContext, unit: Unit, mutation: Mutation, before: Optional[dict], after: Optional[dict]) -> dict[str, Any]:
