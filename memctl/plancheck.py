@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any, Iterator, Mapping, Optional
 
 import sqlalchemy as sa
@@ -172,7 +173,7 @@ def _insert_problem(mutation: Mutation, settings: Settings) -> Optional[str]:
     return None
 
 
-def value_problem(column: sa.Column, value: Any, settings: Settings) -> Optional[str]:
+def value_problem(column: sa.Column, value: Any, settings: Optional[Settings]) -> Optional[str]:
     """Return why `value` cannot go into `column` as memctl writes it, or None (checked before the driver sees it)."""
     kind = column.type
     if value is None:
@@ -180,6 +181,8 @@ def value_problem(column: sa.Column, value: Any, settings: Settings) -> Optional
     if isinstance(kind, sa.Uuid):
         return None if isinstance(value, str) and GUID.fullmatch(value) else "not a GUID"
     if isinstance(kind, m.UTCDateTime):
+        if isinstance(value, datetime):
+            return None
         if not isinstance(value, str):
             return "not an ISO 8601 timestamp"
         try:
@@ -196,7 +199,9 @@ def value_problem(column: sa.Column, value: Any, settings: Settings) -> Optional
         return None if ok else "not a number in the column's range"
     if not isinstance(value, str):
         return "not text"
-    cap = settings.max_note_chars if column.name == "Note" else getattr(kind, "length", None) or LONG_TEXT_CAP
+    if "\x00" in value:
+        return "holds a NUL byte"
+    cap = settings.max_note_chars if column.name == "Note" and settings is not None else getattr(kind, "length", None) or LONG_TEXT_CAP
     if len(value) > cap:
         return f"{len(value)} characters (at most {cap})"
     choices = {"Status": m.NOTE_STATUSES, "Type": m.NOTE_TYPES, "ProtectionTier": m.PROTECTION_TIERS}.get(column.name)

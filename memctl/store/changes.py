@@ -128,8 +128,11 @@ def to_db_values(table: sa.Table, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_mutation(mutation: Mutation) -> None:
+    """Refuse what no backend stores, before the driver sees it (its error would print the values)."""
     if mutation.table not in TABLE_OBJECTS:
         raise ValueError(f"unknown table {mutation.table!r}")
+    if mutation.comment is not None and "\x00" in mutation.comment:
+        raise ValueError("the comment holds a NUL byte")
     if mutation.table == REVIEW_TABLE:
         _check_review_mutation(mutation)
         return
@@ -139,6 +142,12 @@ def _check_mutation(mutation: Mutation) -> None:
         unknown = set(mutation.values) - set(m.note.c.keys())
         if unknown:
             raise ValueError(f"unknown columns {sorted(unknown)}")
+        from memctl.plancheck import value_problem
+
+        for name, value in mutation.values.items():
+            why = value_problem(m.note.c[name], value, None)
+            if why:
+                raise ValueError(f"{name}: {why}")
         return
     allowed = SETTABLE.get(mutation.action)
     if allowed is None:
