@@ -103,8 +103,15 @@ def run_phase(settings: Settings, name: str, options: RunOptions = RunOptions(),
 
 
 def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
-    """Apply a saved plan exactly; actions whose rows changed since planning are skipped."""
+    """Apply a saved plan exactly; actions whose rows changed since planning are skipped.
+
+    The plan is validated whole first (memctl/plancheck.py): one action memctl could not have
+    planned refuses the plan (exit 2) before anything is written.
+    """
+    from memctl.plancheck import check_plan
+
     plan = load_plan(path)
+    check_plan(plan, settings, source=str(path))
     engine = engine or open_store(settings)
     scope = plan.scope or {}
     ctx = context(settings, engine, RunOptions(agent=scope.get("agent"), shard=scope.get("shard")), reporter)
@@ -120,6 +127,7 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
         raise UsageError(f"RUN_ID must be a run's full ID (see `memctl runs list`), got {run_id!r}")
     engine = engine or open_store(settings)
     _require_finished_run(engine, run_id.strip().lower())
+    _require_known_actions(engine, run_id.strip().lower())
     ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
     return execute(ctx, "memctl undo", [UndoPhase(run_id.strip(), force)], dry_run=dry_run, run_name=f"memctl undo {run_id.strip().lower()}")
 
@@ -154,6 +162,41 @@ def _require_finished_run(engine: Engine, run_id: str) -> None:
         raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
     if status == "Running":
         raise UsageError(f"run {run_id} is still Running; undo it once it has finished")
+
+
+def _require_known_actions(engine: Engine, run_id: str) -> None:
+    from memctl.store.changes import unknown_actions
+    from memctl.store.engine import read
+
+    with read(engine) as conn:
+        unknown = unknown_actions(conn, run_id)
+    if unknown:
+        raise UsageError(
+            f"run {run_id}'s change log holds action(s) {', '.join(repr(a) for a in unknown)} that this version of memctl does not know; "
+            "nothing undone (undo it with the memctl version that made it)"
+        )
+
+
+def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:
+    """Drop cached vectors (all, or one model's) and, with `verdicts`, cached LLM verdicts; return rows removed.
+
+    Safe at any time: a cache only saves work; the next run embeds (and asks) again.
+    """
+    import sqlalchemy as sa
+
+    from memctl.store import models as m
+    from memctl.store.engine import write
+
+    engine = engine or open_store(settings)
+    removed = {}
+    with write(engine) as conn:
+        query = sa.delete(m.embedding)
+        if model is not None:
+            query = query.where(m.embedding.c.Model == model)
+        removed["vectors"] = conn.execute(query).rowcount
+        if verdicts:
+            removed["verdicts"] = conn.execute(sa.delete(m.verdict)).rowcount
+    return removed
 
 
 def phases_available() -> Sequence[str]:

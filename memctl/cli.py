@@ -541,6 +541,21 @@ def runs_show(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run ID
         out.print(run["message"], markup=False)
 
 
+cache_app = typer.Typer(help="Clear memctl's caches (cached vectors, cached LLM verdicts).", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("clear")
+@guarded
+def cache_clear(
+    model: Optional[str] = typer.Option(None, "--model", help="Only the vectors of this embedding model.", metavar="NAME"),
+    verdicts: bool = typer.Option(False, "--verdicts", help="Also drop cached LLM verdicts (they are asked again)."),
+) -> None:
+    """Drop cached vectors (e.g. after the embedding model changed behind the same name); the next run embeds again."""
+    removed = api.clear_cache(_state().settings(), model=model, verdicts=verdicts)
+    out.print(", ".join(f"{count} cached {kind} removed" for kind, count in removed.items()), markup=False)
+
+
 review_app = typer.Typer(help="List contradictions flagged for review, and settle them.")
 app.add_typer(review_app, name="review")
 

@@ -277,6 +277,8 @@ def _run_phase(
             for mutation in (mu for o in outcomes for mu in o.applied):
                 report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
             report.skipped = [s for o in outcomes for s in o.skipped]
+            if phase_plan.all_or_nothing and report.skipped:
+                raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
             _record_children(recorder, phase_plan, outcomes, step_id)
         report.seconds = time.monotonic() - started

@@ -39,6 +39,9 @@ class NoteRecord:
     embedding_model_id: Optional[str] = None
     source_conversation_id: Optional[str] = None
     importance_score: Optional[float] = None
+    # AccessCount as stored when it is negative (another application wrote it): access_count is
+    # then 0 for every rule and sum, and the guard keeps the stored value.
+    stored_access_count: Optional[int] = None
 
 
 # The AIAgentNote columns a NoteRecord carries, in NoteRecord field order.
@@ -74,6 +77,8 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
     values["id"] = str(values["id"]).lower()
     values["note"] = values["note"] or ""
     values["access_count"] = values["access_count"] or 0
+    if values["access_count"] < 0:
+        values["stored_access_count"], values["access_count"] = values["access_count"], 0
     values["consolidation_count"] = values["consolidation_count"] or 0
     values["protection_tier"] = values["protection_tier"] or "Standard"
     score = values.get("importance_score")
@@ -97,4 +102,6 @@ def record_row(note: NoteRecord) -> dict[str, Any]:
     """Return the AIAgentNote row mapping (MJ column names) of a NoteRecord; inverse of note_record."""
     row = {column: getattr(note, field) for field, column in NOTE_COLUMNS}
     row["ConsolidatedIntoNoteID"] = None
+    if note.stored_access_count is not None:
+        row["AccessCount"] = note.stored_access_count
     return row

@@ -90,7 +90,9 @@ _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 _DECIMAL_BOUNDS: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
     ("AIAgentExample", "SuccessScore"): (Decimal(0), Decimal(100)),
 }
-_NON_NEGATIVE = frozenset({"AccessCount", "ConsolidationCount"})
+# AccessCount may be negative: another application wrote it, memctl reads it as 0 and an
+# export of such a store must import again as it was.
+_NON_NEGATIVE = frozenset({"ConsolidationCount"})
 
 # Declared self-references: inserted parents first, and a row may not point at itself.
 _SELF_REFERENCES = {"note": "ConsolidatedIntoNoteID", "run_step": "ParentID"}

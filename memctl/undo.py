@@ -1,8 +1,10 @@
 """Undo a run: put back every record it changed, from the change log (DESIGN 1, issue 'undo').
 
 The undo is itself a run with its own change log, so an undo can be undone too. It is all or
-nothing: if any record the run changed has been changed again since, nothing is restored
-unless `--force` is given.
+nothing: every change is checked first (the record's state against the one the run left, minus
+the columns the database stamps itself, and the protection rules); if any record is in the way,
+nothing is restored and each such record is named (`--force` overrides the state check, never
+the protection rules); otherwise every record is put back in one transaction.
 """
 
 from __future__ import annotations
@@ -11,10 +13,9 @@ import sqlalchemy as sa
 
 from memctl.errors import FailedError, UsageError
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import chunks
 from memctl.plan import PhasePlan, guard_mismatch
 from memctl.store import models as m
-from memctl.store.changes import TABLE_OBJECTS, undo_units
+from memctl.store.changes import TABLE_OBJECTS, policy_refusal, rows_by_id, undo_units
 from memctl.store.engine import read
 
 STEP_NAME = "Undo Run"
@@ -38,17 +39,20 @@ class UndoPhase:
             if run["Status"] == "Running":
                 raise UsageError(f"run {self.run_id} is still Running; undo it once it has finished")
             units = undo_units(conn, self.run_id, self.force)
-            conflicts = [] if self.force else self._conflicts(conn, units)
+            conflicts = self._conflicts(conn, units)
         if conflicts:
-            listed = "; ".join(f"{rid}: {why}" for rid, why in conflicts[:20])
-            more = f" (and {len(conflicts) - 20} more)" if len(conflicts) > 20 else ""
-            raise FailedError(f"{len(conflicts)} record(s) changed since run {self.run_id[:8]}; nothing undone (use --force to overwrite): {listed}{more}")
-        revoke = sum(1 for u in units if u.mutations[0].values == {"Status": "Revoked"})
+            listed = "; ".join(f"{rid}: {why}" for rid, why in conflicts[:100])
+            more = f" (and {len(conflicts) - 100} more)" if len(conflicts) > 100 else ""
+            hint = "" if self.force else " (--force overwrites records changed since, never a protected one)"
+            raise FailedError(f"{len(conflicts)} record(s) of run {self.run_id[:8]} in the way; nothing undone{hint}: {listed}{more}")
+        mutations = [mu for u in units for mu in u.mutations]
+        revoke = sum(1 for mu in mutations if mu.values == {"Status": "Revoked"})
         plan = PhasePlan(
             phase="undo", step_name=STEP_NAME, units=units,
             input={"runId": self.run_id, "runName": run["RunName"], "force": self.force},
-            output={"recordsToRestore": len(units) - revoke, "createdNotesToRevoke": revoke},
-            message=f"{len(units)} record(s) of run {self.run_id[:8]} ({run['RunName']}) to put back",
+            output={"recordsToRestore": len(mutations) - revoke, "createdNotesToRevoke": revoke},
+            all_or_nothing=True,
+            message=f"{len(mutations)} record(s) of run {self.run_id[:8]} ({run['RunName']}) to put back",
         )
         if not units:
             plan.outcome = "no items"
@@ -63,15 +67,16 @@ class UndoPhase:
             for mutation in unit.mutations:
                 by_table.setdefault(mutation.table, []).append(mutation)
         for table_name, mutations in by_table.items():
-            table = TABLE_OBJECTS[table_name]
-            rows = {}
-            for chunk in chunks([mu.record_id for mu in mutations]):
-                for row in conn.execute(sa.select(table).where(table.c.ID.in_(chunk))).mappings():
-                    rows[str(row["ID"]).lower()] = row
+            rows = rows_by_id(conn, TABLE_OBJECTS[table_name], [mu.record_id for mu in mutations])
             for mutation in mutations:
-                if mutation.guard is None:
-                    continue  # unguarded, as apply treats it (a review flag raised again)
-                why = guard_mismatch(mutation.guard, rows.get(mutation.record_id), table_name)
+                row = rows.get(mutation.record_id)
+                if mutation.action == "flag":
+                    continue  # a review flag raised again: apply skips it if the pair is flagged already
+                why = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
+                if why is None and row is None:
+                    why = "the record no longer exists"
+                if why is None and row is not None:
+                    why = policy_refusal(mutation.action, table_name, row, mutation.values)
                 if why:
                     conflicts.append((mutation.record_id, why))
         return conflicts

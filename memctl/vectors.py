@@ -84,6 +84,7 @@ class VectorIndex:
         self._decoded: dict[bytes, Optional[np.ndarray]] = {}
         # note id -> (content hash, unit vector) of notes memctl created in a stored-vector partition
         self._derived: dict[str, tuple[str, np.ndarray]] = {}
+        self._probed: Optional[int] = None  # the compute embedder's dimension, when it had to be measured
 
     def thresholds(self, model: str) -> tuple[float, float]:
         """Return (consolidate, contradiction) thresholds for vectors of `model`."""
@@ -194,16 +195,54 @@ class VectorIndex:
                 )
                 for note_id, digest, blob in conn.execute(query):
                     note_id = str(note_id).lower()
-                    if hashes.get(note_id) == digest:
+                    if hashes.get(note_id) == digest and len(blob) % 4 == 0:
                         found[note_id] = np.frombuffer(blob, dtype=np.float32)
         missing = [n for n in notes if n.id not in found]
+        fresh = unit_rows(self.compute.embed([n.note for n in missing])) if missing else None
+        stale = self._stale_dimension(found, notes, fresh)
+        if stale:
+            self.ctx.reporter.log(
+                f"{len(stale)} cached vector(s) of {model} have another dimension than the model gives now: re-embedded "
+                "(`memctl cache clear` drops the whole cache)"
+            )
+            for note_id in stale:
+                del found[note_id]
+            redo = [n for n in notes if n.id in stale]
+            vectors = unit_rows(self.compute.embed([n.note for n in redo]))
+            missing, fresh = missing + redo, vectors if fresh is None else np.vstack([fresh, vectors])
         if missing:
-            fresh = unit_rows(self.compute.embed([n.note for n in missing]))
+            assert fresh is not None
             for note, vector in zip(missing, fresh):
                 found[note.id] = vector
             self._store(missing, fresh, hashes)
         self.stats = VectorStats(self.stats.stored, self.stats.cached + len(notes) - len(missing), self.stats.computed + len(missing))
         return found
+
+    def _stale_dimension(self, found: dict[str, np.ndarray], notes: Sequence[NoteRecord], fresh: Optional[np.ndarray]) -> set[str]:
+        """Return the cached vectors whose dimension is not the one the embedder gives now.
+
+        A model may keep its name and change its dimension (another checkpoint behind the same
+        name, a changed `dimensions` setting): its cached vectors are then of no use. The
+        dimension comes from the embedder (`dim`), from the vectors just computed, or, when every
+        note was cached with vectors of several dimensions, from embedding one note again (once
+        per run; never when the cache agrees with itself, so a fully cached run asks nothing).
+        """
+        if not found:
+            return set()
+        dims = {v.shape[0] for v in found.values()}
+        current = getattr(self.compute, "dim", None)
+        if current is None and fresh is not None and len(fresh):
+            current = fresh.shape[1]
+        if current is None and len(dims) == 1:
+            return set()
+        if current is None:
+            if self._probed is None:
+                probe = next(n for n in notes if n.id in found)
+                self._probed = int(unit_rows(self.compute.embed([probe.note])).shape[1])
+            current = self._probed
+        if dims == {current}:
+            return set()
+        return {note_id for note_id, v in found.items() if v.shape[0] != current}
 
     def _store(self, notes: Sequence[NoteRecord], vectors: np.ndarray, hashes: dict[str, str]) -> None:
         if self.ctx.dry_run:

@@ -3,16 +3,26 @@
 - A note with ConsolidatedIntoNoteID is Revoked, and the note it points to exists.
 - Consolidation chains have no cycles.
 - Every record whose Comments carry a memctl tag has a change-log row (no unlogged mutation).
-- memctl never changed an Immutable note, and never revoked or archived a Protected or a manual one.
+- memctl never changed an Immutable note, and never revoked or archived a Protected or a manual one
+  (read from the notes themselves as well as from the change log: a Protected or manual note
+  that is Revoked or Archived must owe that status to an operator's `review resolve`).
+- Scope never widens (DESIGN 3): no note is revoked into a note its audience could not see (the
+  target is in the same scope or a broader one), and no consolidated note's scope differs from
+  a source it was derived from. Read from the notes, however the change was logged.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl.plan import SCOPE_COLUMNS
+from memctl.records import note_record
+from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.engine import read
 
@@ -32,7 +42,10 @@ def verify(engine: Engine) -> list[Breach]:
     n, target = m.note, m.note.alias("target")
     with read(engine) as conn:
         linked = conn.execute(
-            sa.select(n.c.ID, n.c.Status, n.c.ConsolidatedIntoNoteID, target.c.ID.label("TargetID"))
+            sa.select(
+                n.c.ID, n.c.Status, n.c.ConsolidatedIntoNoteID, target.c.ID.label("TargetID"),
+                *[n.c[c] for c in SCOPE_COLUMNS], *[target.c[c].label("Target" + c) for c in SCOPE_COLUMNS],
+            )
             .select_from(n.outerjoin(target, target.c.ID == n.c.ConsolidatedIntoNoteID))
             .where(n.c.ConsolidatedIntoNoteID.is_not(None))
         ).mappings().all()
@@ -43,6 +56,7 @@ def verify(engine: Engine) -> list[Breach]:
             if row["TargetID"] is None:
                 breaches.append(Breach("link-target", rid, f"ConsolidatedIntoNoteID {row['ConsolidatedIntoNoteID']} does not exist"))
         breaches.extend(_cycles({str(r["ID"]).lower(): str(r["ConsolidatedIntoNoteID"]).lower() for r in linked}))
+        breaches.extend(_scope_breaches(conn, linked))
 
         logged = {str(r).lower() for r in conn.execute(sa.select(m.change.c.RecordID).distinct()).scalars()}
         for table, label in ((m.note, "note"), (m.example, "example")):
@@ -64,6 +78,75 @@ def verify(engine: Engine) -> list[Breach]:
             elif action in ("archive", "revoke"):
                 kind = "Protected" if row["ProtectionTier"] == "Protected" else "manual"
                 breaches.append(Breach("protected", rid, f"{kind} note {action}d by run {run}"))
+        flagged = {b.record for b in breaches if b.rule == "protected"}
+        breaches.extend(b for b in _protection_by_state(conn) if b.record not in flagged)
+    return breaches
+
+
+def _scope(row: Mapping[str, Any], prefix: str = "") -> tuple:
+    return partition_key(note_record({"ID": "", **{c: row[prefix + c] for c in SCOPE_COLUMNS}}, with_vector=False))
+
+
+def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
+    """No note revoked into a note its audience cannot see; no consolidated note in another scope than a source."""
+    from memctl.phases.consolidate import broader_keys
+
+    breaches = []
+    for row in linked:
+        if row["TargetID"] is None:
+            continue
+        own, into = _scope(row), _scope(row, "Target")
+        if into != own and into not in broader_keys(own):
+            breaches.append(Breach("scope", str(row["ID"]).lower(), f"revoked into note {str(row['TargetID']).lower()}, which its audience cannot see (scope {into} is not {own} or broader)"))
+    n = m.note
+    derived = conn.execute(sa.select(n.c.ID, n.c.DerivedFromNoteIDs, *[n.c[c] for c in SCOPE_COLUMNS]).where(n.c.DerivedFromNoteIDs.is_not(None))).mappings().all()
+    sources: dict[str, set[str]] = {}
+    for row in derived:
+        try:
+            listed = json.loads(row["DerivedFromNoteIDs"])
+        except ValueError:
+            continue  # another application's text: nothing memctl can check
+        if isinstance(listed, list):
+            sources[str(row["ID"]).lower()] = {str(i).lower() for i in listed}
+    wanted = sorted(set().union(*sources.values())) if sources else []
+    scopes: dict[str, tuple] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        for source in conn.execute(sa.select(n.c.ID, *[n.c[c] for c in SCOPE_COLUMNS]).where(n.c.ID.in_(chunk))).mappings():
+            scopes[str(source["ID"]).lower()] = _scope(source)
+    for row in derived:
+        rid = str(row["ID"]).lower()
+        mine = _scope(row)
+        for source_id in sorted(sources.get(rid, ())):
+            if source_id in scopes and scopes[source_id] != mine:
+                breaches.append(Breach("scope", rid, f"consolidated note in scope {mine}, but its source {source_id} is in scope {scopes[source_id]}"))
+    return breaches
+
+
+def _protection_by_state(conn: sa.Connection) -> list[Breach]:
+    """A Protected or manual note that memctl left Revoked or Archived, whatever action its change was logged as."""
+    n, c = m.note, m.change
+    held = conn.execute(
+        sa.select(n.c.ID, n.c.Status, n.c.ProtectionTier)
+        .where(n.c.Status.in_(("Revoked", "Archived")), sa.or_(n.c.ProtectionTier == "Protected", n.c.IsAutoGenerated == sa.false()))
+    ).mappings().all()
+    status = {str(r["ID"]).lower(): (r["Status"], r["ProtectionTier"]) for r in held}
+    last: dict[str, Mapping[str, Any]] = {}
+    ids = sorted(status)
+    for start in range(0, len(ids), 500):
+        query = sa.select(c.c.RecordID, c.c.Action, c.c.After, c.c.RunID).where(c.c.TableName == "AIAgentNote", c.c.RecordID.in_(ids[start : start + 500])).order_by(c.c.ID)
+        for change in conn.execute(query).mappings():
+            last[str(change["RecordID"]).lower()] = change
+    breaches = []
+    for rid, change in sorted(last.items()):
+        current, tier = status[rid]
+        try:
+            after = json.loads(change["After"]) if change["After"] else {}
+        except ValueError:
+            after = {}
+        if change["Action"] != "resolve" and isinstance(after, dict) and after.get("Status") == current:
+            kind = "Protected" if tier == "Protected" else "manual"
+            breaches.append(Breach("protected", rid, f"{kind} note left {current} by run {str(change['RunID'])[:8]} (logged as {change['Action']!r})"))
     return breaches
 
 

@@ -56,15 +56,35 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     query = sa.select(*columns).where(*conditions)
     with_vector = "EmbeddingVector" in wanted
     notes: list[NoteRecord] = []
+    # note ID -> its place in `notes` (-1: not taken). SQLite rows whose IDs differ only in
+    # spelling ("ABC..." and "abc...", dashed or not) are one record: the row in SQLAlchemy's
+    # spelling (32 lowercase hex digits) when there is one, as apply finds it (rows_by_id).
+    seen: dict[str, int] = {}
+    twins = 0
     with read(ctx.engine) as conn:
         for row in conn.execute(query.execution_options(yield_per=5000)):
             # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
             values = dict(zip(wanted, row))
+            stored_id = values["ID"]
             for column in fast:
                 values[column] = sqlite_guid(values[column])
-            if str(values["ID"]).lower() in overlay.removed or not in_shard(values, ctx.scope):
+            note_id = str(values["ID"]).lower()
+            if note_id in seen:
+                twins += 1
+                place = seen[note_id]
+                if place >= 0 and fast and stored_id == note_id.replace("-", ""):
+                    notes[place] = note_record(values, with_vector=with_vector)
                 continue
+            if note_id in overlay.removed or not in_shard(values, ctx.scope):
+                seen[note_id] = -1
+                continue
+            seen[note_id] = len(notes)
             notes.append(note_record(values, with_vector=with_vector))
+    if twins:
+        ctx.reporter.log(f"{twins} note row(s) repeat the ID of another row in another spelling (case or dashes): each ID is handled once")
+    negative = sum(1 for n in notes if n.stored_access_count is not None)
+    if negative:
+        ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
     for added in overlay.added:
         if added.id not in overlay.removed and (not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()):
             notes.append(added)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import contextmanager
-from typing import Iterator
+from datetime import datetime, timezone
+from typing import Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -32,6 +34,8 @@ def make_engine(settings: Settings) -> Engine:
         raise DatabaseError(f"invalid database URL {mask_url(settings.db_url)}: {scrub(str(exc), settings)}") from None
     if url.get_backend_name() == "sqlite":
         _configure_sqlite(engine)
+    elif engine.dialect.driver == "psycopg":
+        _configure_psycopg(engine)
     if settings.db_schema:
         engine = engine.execution_options(schema_translate_map={None: settings.db_schema})
     return engine
@@ -63,6 +67,51 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get("memctl_write", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _configure_psycopg(engine: Engine) -> None:
+    """Read PostgreSQL's 'infinity' / '-infinity' and out-of-range timestamps as the last / first datetime.
+
+    Another application may store ExpiresAt = 'infinity' (never expires); psycopg refuses to
+    load it ("timestamp too large"), which would fail every phase reading the row. A timestamp
+    before year 1 or after 9999 (or year 1 shifted out of range by the session's time zone)
+    reads the same way, so it compares as the far past or future it means.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        for name in ("timestamptz", "timestamp"):
+            dbapi_connection.adapters.register_loader(name, _bounded_loader(name))
+
+
+@functools.cache
+def _bounded_loader(name: str) -> type:
+    from psycopg import DataError, adapters, pq
+    from psycopg.adapt import Loader
+    from psycopg.postgres import types
+
+    base = adapters.get_loader(types[name].oid, pq.Format.TEXT)  # the C loader, when psycopg[binary] is installed
+    assert base is not None
+    tz = timezone.utc if name == "timestamptz" else None
+    top, bottom = datetime.max.replace(tzinfo=tz), datetime.min.replace(tzinfo=tz)
+
+    class BoundedLoader(Loader):
+        def __init__(self, oid: int, context: Any = None) -> None:
+            super().__init__(oid, context)
+            self._inner = base(oid, context)  # the C loader cannot be subclassed: delegate to it
+
+        def load(self, data: Any) -> datetime:
+            raw = bytes(data)
+            if raw == b"infinity":
+                return top
+            if raw == b"-infinity":
+                return bottom
+            try:
+                return self._inner.load(data)
+            except DataError:
+                return bottom if raw.endswith(b" BC") or raw.startswith(b"0") else top
+
+    return BoundedLoader
 
 
 @contextmanager

@@ -1,0 +1,271 @@
+"""Validate what a saved plan asks before `memctl apply` writes anything (issue 14).
+
+A plan file is operator input: it may have been edited. Guards prove only that the rows are as
+the plan says; this module checks that what the plan says is something memctl itself could have
+planned: only the actions each phase plans, each on its table with its full guard; an inserted
+note in exactly its sources' scope, with record_id = values.ID; every revocation into a note in
+the same scope or a broader one (absorption, DESIGN 3) that the unit itself guards; no revoke or
+archive of a note its guard shows Protected, Immutable or manual; values of the right type and
+length (the note length cap included) and no NUL byte anywhere. The scope and protection checks
+read the guards, which apply then compares with the rows, so a plan passes only if the rows
+really are what makes it allowed.
+
+A plan failing any check is refused whole (exit 2, naming the phase, unit, action and record);
+nothing is written, not even a run record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any, Iterator, Mapping, Optional
+
+import sqlalchemy as sa
+
+from memctl.errors import InputError
+from memctl.plan import GUARD_COLUMNS, SCOPE_COLUMNS, Mutation, Plan, Unit
+from memctl.records import note_record
+from memctl.settings import Settings, parse_time
+from memctl.similarity import partition_key
+from memctl.store import models as m
+
+GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# The actions each phase plans, and the tables each action may touch.
+PHASE_ACTIONS = {
+    "consolidate": {"insert", "revoke", "check"},
+    "contradictions": {"revoke", "check", "flag"},
+    "prune": {"archive", "annotate"},
+    "archive": {"archive"},
+}
+ACTION_TABLES = {
+    "insert": {"AIAgentNote"},
+    "revoke": {"AIAgentNote"},
+    "check": {"AIAgentNote"},
+    "annotate": {"AIAgentNote"},
+    "archive": {"AIAgentNote", "AIAgentExample"},
+    "flag": {"memctl_review"},
+}
+ACTION_VALUES = {"revoke": {"Status", "ConsolidatedIntoNoteID"}, "archive": {"Status"}, "annotate": set(), "check": set(), "flag": {"NoteAID", "NoteBID", "Reason"}}
+TEXT_CAP = 8_000  # a Comments line, a flag's reason, a unit's reason
+LONG_TEXT_CAP = 200_000  # other long text columns of an inserted note (an embedding vector as JSON text)
+INT_MAX = 2**31 - 1
+
+
+class PlanRefused(InputError):
+    """The plan asks for something memctl never plans; nothing was applied."""
+
+
+def check_plan(plan: Plan, settings: Settings, source: str = "plan") -> None:
+    """Raise PlanRefused naming the first action of `plan` that memctl could not have planned."""
+    for phase in plan.phases:
+        where = f"phase {phase.phase!r}"
+        _no_nul(where, phase.phase, phase.step_name, phase.message, phase.input, phase.output)
+        allowed = PHASE_ACTIONS.get(phase.phase)
+        if allowed is None:
+            raise PlanRefused(f"{source}: plan refused, nothing applied: {where} is not a phase `memctl apply` runs ({', '.join(PHASE_ACTIONS)})")
+        for unit in phase.units:
+            # each action on its own first (its table, values, guard, protection), then against its unit (scopes)
+            for check in (lambda mu: _mutation_problem(phase.phase, allowed, unit, mu, settings), lambda mu: _unit_problem(unit, mu)):
+                for mutation in unit.mutations:
+                    why = check(mutation)
+                    if why is not None:
+                        record = mutation.record_id if len(mutation.record_id) <= 64 else mutation.record_id[:64] + "..."
+                        raise PlanRefused(
+                            f"{source}: plan refused, nothing applied: {where}, unit {unit.key[:80]!r}: "
+                            f"action {mutation.action[:32]!r} on {mutation.table} {record!r}: {why}"
+                        )
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _no_nul(where: str, *values: Any) -> None:
+    if any("\x00" in s for v in values for s in _strings(v)):
+        raise PlanRefused(f"plan refused, nothing applied: {where} holds a NUL byte")
+
+
+def _mutation_problem(phase: str, allowed: set[str], unit: Unit, mutation: Mutation, settings: Settings) -> Optional[str]:
+    action, table = mutation.action, mutation.table
+    if any("\x00" in s for s in _strings([mutation.record_id, mutation.values, mutation.comment, mutation.guard, unit.key, unit.reason, unit.kind, unit.detail])):
+        return "holds a NUL byte"
+    if action not in allowed:
+        return f"phase {phase} never plans {action!r} (it plans {', '.join(sorted(allowed))})"
+    if table not in ACTION_TABLES[action]:
+        return f"{action!r} never touches {table}"
+    if not GUID.fullmatch(mutation.record_id):
+        return "record_id is not a GUID"
+    if mutation.comment is not None and len(mutation.comment) > TEXT_CAP:
+        return f"its comment is {len(mutation.comment)} characters (at most {TEXT_CAP})"
+    if len(unit.reason) > TEXT_CAP:
+        return f"the unit's reason is {len(unit.reason)} characters (at most {TEXT_CAP})"
+    if action == "insert":
+        return _insert_problem(mutation, settings)
+    if set(mutation.values) != ACTION_VALUES[action]:
+        return f"{action!r} sets exactly {sorted(ACTION_VALUES[action]) or 'nothing'}, not {sorted(mutation.values)}"
+    if action == "flag":
+        return _flag_problem(mutation)
+    return _guarded_problem(mutation)
+
+
+def _guarded_problem(mutation: Mutation) -> Optional[str]:
+    action, table, guard, values = mutation.action, mutation.table, mutation.guard, mutation.values
+    if guard is None:
+        return "it has no guard"
+    if set(guard) != set(GUARD_COLUMNS[table]):
+        return "its guard does not watch exactly the columns " + ", ".join(GUARD_COLUMNS[table]) + " (a plan of another memctl version?)"
+    if action == "revoke" and (values["Status"] != "Revoked" or not isinstance(values["ConsolidatedIntoNoteID"], str) or not GUID.fullmatch(values["ConsolidatedIntoNoteID"])):
+        return "a revoke sets Status 'Revoked' and a ConsolidatedIntoNoteID"
+    if action == "archive" and values["Status"] != "Archived":
+        return "an archive sets Status 'Archived'"
+    if action == "annotate" and not mutation.comment:
+        return "an annotation without a comment"
+    if action == "check":
+        return None
+    tier = guard.get("ProtectionTier")
+    if tier == "Immutable":
+        return "the note is Immutable"
+    if guard["Status"] != "Active":
+        return f"the record is {guard['Status']}, not Active"
+    if action in ("revoke", "archive"):
+        if tier == "Protected":
+            return "the note is Protected"
+        if guard["IsAutoGenerated"] is not True:
+            return "the record is manual (IsAutoGenerated = false)"
+    return None
+
+
+def _flag_problem(mutation: Mutation) -> Optional[str]:
+    a, b, reason = (mutation.values[k] for k in ("NoteAID", "NoteBID", "Reason"))
+    if not all(isinstance(v, str) and GUID.fullmatch(v) for v in (a, b)) or a.lower() >= b.lower():
+        return "a flag names two notes by GUID, NoteAID < NoteBID"
+    if reason is not None and (not isinstance(reason, str) or len(reason) > TEXT_CAP):
+        return f"a flag's reason is text of at most {TEXT_CAP} characters"
+    return None
+
+
+def _insert_problem(mutation: Mutation, settings: Settings) -> Optional[str]:
+    values = mutation.values
+    if str(values.get("ID", "")).lower() != mutation.record_id.lower():
+        return f"record_id {mutation.record_id} is not the inserted note's values.ID {str(values.get('ID'))[:64]!r}"
+    unknown = sorted(set(values) - set(m.note.c.keys()))
+    if unknown:
+        return f"unknown columns {unknown}"
+    for name, value in values.items():
+        why = value_problem(m.note.c[name], value, settings)
+        if why:
+            return f"{name}: {why}"
+    if not (values.get("Note") or "").strip():
+        return "an inserted note has text"
+    fixed = {"Status": "Active", "IsAutoGenerated": True, "ConsolidatedIntoNoteID": None, "ProtectionTier": "Standard"}
+    for name, expected in fixed.items():
+        if values.get(name, expected) != expected:
+            return f"a consolidated note has {name} = {expected!r}, not {values.get(name)!r}"
+    return None
+
+
+def value_problem(column: sa.Column, value: Any, settings: Optional[Settings]) -> Optional[str]:
+    """Return why `value` cannot go into `column` as memctl writes it, or None (checked before the driver sees it)."""
+    kind = column.type
+    if value is None:
+        return None if column.nullable else "may not be null"
+    if isinstance(kind, sa.Uuid):
+        return None if isinstance(value, str) and GUID.fullmatch(value) else "not a GUID"
+    if isinstance(kind, m.UTCDateTime):
+        if isinstance(value, datetime):
+            return None
+        if not isinstance(value, str):
+            return "not an ISO 8601 timestamp"
+        try:
+            parse_time(value)
+        except (ValueError, OverflowError):
+            return "not an ISO 8601 timestamp"
+        return None
+    if isinstance(kind, sa.Boolean):
+        return None if isinstance(value, bool) else "not true or false"
+    if isinstance(kind, sa.Integer):
+        return None if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_MAX else f"not a whole number from 0 to {INT_MAX}"
+    if isinstance(kind, sa.Numeric):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 10 ** ((kind.precision or 18) - (kind.scale or 0))
+        return None if ok else "not a number in the column's range"
+    if not isinstance(value, str):
+        return "not text"
+    if "\x00" in value:
+        return "holds a NUL byte"
+    cap = settings.max_note_chars if column.name == "Note" and settings is not None else getattr(kind, "length", None) or LONG_TEXT_CAP
+    if len(value) > cap:
+        return f"{len(value)} characters (at most {cap})"
+    choices = {"Status": m.NOTE_STATUSES, "Type": m.NOTE_TYPES, "ProtectionTier": m.PROTECTION_TIERS}.get(column.name)
+    if choices and column.table is m.note and value not in choices:
+        return f"{value[:32]!r} is not one of {', '.join(choices)}"
+    return None
+
+
+def _scope(state: Mapping[str, Any]) -> tuple:
+    return partition_key(note_record({"ID": "", **{c: state.get(c) for c in SCOPE_COLUMNS}}, with_vector=False))
+
+
+def _unit_problem(unit: Unit, mutation: Mutation) -> Optional[str]:
+    """Check a mutation against the rest of its unit: scopes, sources, the notes a flag names."""
+    by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
+    if mutation.action == "insert":
+        own = mutation.record_id.lower()
+        sources = [mu for mu in unit.mutations if mu.action == "revoke" and str(mu.values["ConsolidatedIntoNoteID"]).lower() == own]
+        if not sources:
+            return "no note of the unit is consolidated into the inserted note"
+        scope = _scope(mutation.values)
+        for source in sources:
+            if _scope(source.guard or {}) != scope:
+                return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(_scope(source.guard or {}))}"
+        derived = mutation.values.get("DerivedFromNoteIDs")
+        if derived is not None:
+            try:
+                listed = {str(i).lower() for i in json.loads(derived)}
+            except (TypeError, ValueError):
+                return "DerivedFromNoteIDs is not a JSON list"
+            if listed != {s.record_id.lower() for s in sources}:
+                return "DerivedFromNoteIDs does not list exactly the notes consolidated into it"
+        return None
+    if mutation.action == "revoke":
+        target_id = str(mutation.values["ConsolidatedIntoNoteID"]).lower()
+        target = by_id.get(target_id)
+        if target is None or target.action not in ("insert", "check") or target_id == mutation.record_id.lower():
+            return "the note it is revoked into is not guarded by the same unit"
+        source_scope = _scope(mutation.guard or {})
+        if target.action == "insert":
+            return None  # the insert's own check compares the scopes
+        if (target.guard or {}).get("Status") != "Active":
+            return f"the note it is revoked into ({target_id}) is not Active"
+        target_scope = _scope(target.guard or {})
+        if target_scope != source_scope and target_scope not in _broader(source_scope):
+            return (
+                f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "
+                f"{_render(source_scope)} nor a broader one its audience can see"
+            )
+        return None
+    if mutation.action == "flag":
+        named = {str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID")}
+        if any(by_id.get(n) is None or by_id[n].action != "check" for n in named):
+            return "the notes it flags are not guarded by the same unit"
+    return None
+
+
+def _broader(key: tuple) -> list[tuple]:
+    from memctl.phases.consolidate import broader_keys
+
+    return broader_keys(key)  # type: ignore[arg-type]
+
+
+def _render(scope: tuple) -> str:
+    names = ("agent", "company", "user", "entity", "record", "secondary")
+    shown = [f"{n}={v}" for n, v in zip(names, scope, strict=True) if v is not None]
+    return "(" + (", ".join(shown) or "everyone") + ")"

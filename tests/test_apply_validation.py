@@ -1,0 +1,193 @@
+"""`memctl apply` validates what a plan asks, not only its guards (issue 14, items 2 and 12).
+
+Each test takes a real consolidation plan (`--dry-run --plan-out`), edits it as an attacker
+would, and checks that `memctl apply` refuses it whole with exit 2 naming the action, and that
+the store is exactly as before (not even a run record).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from conftest import Db
+from factory import NOW, Store, at
+from memctl import api
+from memctl.cli import app
+from memctl.demo import did, seed
+from memctl.plan import guard_of
+from memctl.store import models as m
+from memctl.transfer import export_records
+
+
+def cli(db: Db, *args: str) -> Any:
+    base = ["--db-url", db.settings.db_url, *(["--db-schema", db.settings.db_schema] if db.settings.db_schema else []), "--now", NOW.isoformat()]
+    return CliRunner().invoke(app, [*base, *args])
+
+
+def snapshot(db: Db) -> tuple[str, int, int]:
+    buffer = io.StringIO()
+    export_records(db.engine, buffer)
+    with db.engine.connect() as conn:
+        changes = conn.execute(sa.select(sa.func.count()).select_from(m.change)).scalar_one()
+        runs = conn.execute(sa.select(sa.func.count()).select_from(m.run)).scalar_one()
+    return buffer.getvalue(), changes, runs
+
+
+def note_guard(db: Db, note_id: str) -> dict[str, Any]:
+    with db.engine.connect() as conn:
+        row = conn.execute(sa.select(m.note).where(m.note.c.ID == note_id)).mappings().one()
+    return guard_of("AIAgentNote", row)
+
+
+def planned(db: Db, tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Seed the demo, save a consolidation plan; return (plan, the cluster unit merging Alice's notes)."""
+    seed(db.engine, NOW)
+    plan_file = tmp_path / "plan.json"
+    api.run_phase(at(db.settings, NOW), "consolidate", api.RunOptions(dry_run=True, plan_out=str(plan_file)), engine=db.engine)
+    plan = json.loads(plan_file.read_text())
+    [unit] = [u for u in plan["phases"][0]["units"] if u["kind"] == "cluster" and u["mutations"][0]["values"]["UserID"] == did("user:alice")]
+    return plan, unit
+
+
+def refused(db: Db, tmp_path: Path, plan: dict[str, Any], *expected: str) -> None:
+    before = snapshot(db)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(plan))
+    result = cli(db, "apply", str(path))
+    assert result.exit_code == 2, result.output
+    assert "plan refused, nothing applied" in result.output
+    for text in expected:
+        assert text in result.output, result.output
+    assert snapshot(db) == before
+
+
+def insert_of(unit: dict[str, Any]) -> dict[str, Any]:
+    [insert] = [mu for mu in unit["mutations"] if mu["action"] == "insert"]
+    return insert
+
+
+def test_an_edited_plan_widening_a_merged_notes_scope_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, unit = planned(db, tmp_path)
+    insert_of(unit)["values"]["UserID"] = None  # one user's facts made visible to the whole company
+    refused(db, tmp_path, plan, "'insert'", "scope")
+
+
+def test_an_edited_plan_revoking_another_users_note_into_a_merged_note_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, unit = planned(db, tmp_path)
+    bob = did("note:bob-email-1")
+    insert = insert_of(unit)
+    unit["mutations"].append({
+        "table": "AIAgentNote", "record_id": bob, "action": "revoke",
+        "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": insert["record_id"]},
+        "comment": "Consolidated", "guard": note_guard(db, bob),
+    })
+    refused(db, tmp_path, plan, "'insert'", "scope")
+
+
+def test_an_edited_plan_absorbing_a_users_note_into_another_users_note_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, _ = planned(db, tmp_path)
+    bob, alice = did("note:bob-email-1"), did("note:alice-units-new")
+    plan["phases"][0]["units"].append({
+        "kind": "absorb", "key": f"absorb:{bob}", "reason": "absorbed", "atomic": True, "detail": {},
+        "mutations": [
+            {"table": "AIAgentNote", "record_id": bob, "action": "revoke", "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": alice},
+             "comment": "Absorbed", "guard": note_guard(db, bob)},
+            {"table": "AIAgentNote", "record_id": alice, "action": "check", "values": {}, "comment": None, "guard": note_guard(db, alice)},
+        ],
+    })
+    refused(db, tmp_path, plan, "'revoke'", bob, "broader one its audience can see")
+
+
+def restore_unit(record: str, values: dict[str, Any], guard: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "undo", "key": f"undo:{record}", "reason": "restore", "atomic": True, "detail": {},
+        "mutations": [{"table": "AIAgentNote", "record_id": record, "action": "restore", "values": values, "comment": None, "guard": guard}],
+    }
+
+
+def test_an_edited_plan_restoring_a_protected_note_to_revoked_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, _ = planned(db, tmp_path)
+    protected = did("note:protected-old")
+    plan["phases"][0]["units"].append(restore_unit(protected, {"Status": "Revoked"}, note_guard(db, protected)))
+    refused(db, tmp_path, plan, "'restore'", protected)
+
+
+def test_an_edited_plan_revoking_a_protected_note_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, unit = planned(db, tmp_path)
+    protected = did("note:protected-old")
+    unit["mutations"].append({
+        "table": "AIAgentNote", "record_id": protected, "action": "revoke",
+        "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": insert_of(unit)["record_id"]},
+        "comment": "Consolidated", "guard": note_guard(db, protected),
+    })
+    refused(db, tmp_path, plan, "'revoke'", protected, "Protected")
+
+
+def test_an_edited_plan_restoring_a_manual_note_to_archived_with_comments_cleared_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, _ = planned(db, tmp_path)
+    manual = did("note:manual-old")
+    plan["phases"][0]["units"].append(restore_unit(manual, {"Status": "Archived", "Comments": ""}, note_guard(db, manual)))
+    refused(db, tmp_path, plan, "'restore'", manual)
+
+
+def test_an_edited_plan_inserting_with_a_record_id_other_than_values_id_is_refused(db: Db, tmp_path: Path) -> None:
+    plan, unit = planned(db, tmp_path)
+    insert_of(unit)["record_id"] = did("note:elsewhere")
+    refused(db, tmp_path, plan, "'insert'", "values.ID")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda insert: insert["values"].update(Note="Alice prefers\x00 email."), id="nul-in-note"),
+        pytest.param(lambda insert: insert.update(comment="Consolidated\x00"), id="nul-in-comment"),
+        pytest.param(lambda insert: insert["values"].update(Note="x" * 5_000_000), id="5mb-note"),
+        pytest.param(lambda insert: insert.update(comment="y" * 5_000_000), id="5mb-comment"),
+        pytest.param(lambda insert: insert["values"].update(AccessCount=-400), id="negative-count"),
+        pytest.param(lambda insert: insert["values"].update(ExpiresAt="next tuesday"), id="bad-date"),
+        pytest.param(lambda insert: insert["values"].update(Type="Secret"), id="bad-type"),
+    ],
+)
+def test_an_edited_plan_with_a_bad_value_is_refused_before_the_driver_sees_it(db: Db, tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    plan, unit = planned(db, tmp_path)
+    insert = insert_of(unit)
+    note_text = insert["values"]["Note"]
+    edit(insert)
+    refused(db, tmp_path, plan, "'insert'")
+    result = cli(db, "apply", str(tmp_path / "edited.json"))
+    assert note_text not in result.output and "xxxxxxxxxx" not in result.output
+
+
+def test_an_unedited_plan_still_applies(db: Db, tmp_path: Path) -> None:
+    plan, _ = planned(db, tmp_path)
+    path = tmp_path / "same.json"
+    path.write_text(json.dumps(plan))
+    result = cli(db, "apply", str(path))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_bad_value_in_a_phase_plan_is_refused_before_the_driver_sees_it(db: Db) -> None:
+    from memctl.plan import Mutation, Unit
+    from memctl.store.changes import ApplyContext, apply_unit
+
+    store = Store(db.engine)
+    source = store.note("Alice likes tea.")
+    new = str(uuid.uuid4())
+    secret = "Alice's door code is 4411\x00"
+    unit = Unit("cluster", "cluster:x", "merged", (
+        Mutation("AIAgentNote", new, "insert", {"ID": new, "Note": secret, "Status": "Active", "IsAutoGenerated": True}, "Consolidated"),
+        Mutation("AIAgentNote", source, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": new}, "Consolidated into", note_guard(db, source)),
+    ))
+    outcome = apply_unit(ApplyContext(db.engine, str(uuid.uuid4()), None, NOW), unit)
+    assert not outcome.applied and outcome.skipped
+    reasons = " ".join(why for _, why in outcome.skipped)
+    assert "Note: holds a NUL byte" in reasons and "door code" not in reasons
+    assert store.status(source) == "Active"
