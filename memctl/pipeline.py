@@ -240,6 +240,8 @@ def execute(
         # The deadline passed or a signal came: close the run Failed, give the lease back, and
         # return the report (exit 1 at the deadline, 130/143 on SIGINT/SIGTERM).
         with stopping.closing():
+            if stop.phase_report is not None:
+                report.phases.append(stop.phase_report)
             report.status, report.stopped, report.stop_exit_code = "failed", stop.reason, stop.exit_code
             report.message = scrub(str(stop), settings)
             report.seconds = time.monotonic() - started
@@ -360,10 +362,13 @@ def _run_phase(
             output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
         _finish(recorder, step_id, report.input, output, success=True)
     except RunStopped as stop:
-        # Close this phase's step with the reason; the pipeline closes the run.
+        # Close this phase's step with the reason and hand its report to the pipeline, which closes the run.
+        report.outcome, report.error = "failed", scrub(str(stop), ctx.settings)
+        report.seconds = time.monotonic() - started
+        stop.phase_report = report
         with stopping.closing():
             try:
-                _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=scrub(str(stop), ctx.settings))
+                _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)
             except Exception:  # noqa: BLE001 - the run row still says why
                 pass
         raise

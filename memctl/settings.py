@@ -146,7 +146,8 @@ def mask_secrets(text: str, secrets: Iterable[str]) -> str:
         if len(secret) >= WHOLE_TEXT_SECRET_CHARS:
             text = text.replace(secret, "***")
         else:
-            text = re.sub(rf"(?<![\w.~+/-]){re.escape(secret)}(?![\w.~+/-])", "***", text)
+            # a token: not inside a word, a path, a host name or a longer key (a full stop may end it)
+            text = re.sub(rf"(?<![\w.~+/-]){re.escape(secret)}(?![\w~+/-]|\.\w)", "***", text)
     return text
 
 

@@ -47,6 +47,8 @@ class RunStopped(BaseException):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        #: the report of the phase it stopped (set by the pipeline on its way out)
+        self.phase_report: Any = None
 
     def __str__(self) -> str:
         return self.message
@@ -180,7 +182,7 @@ def stop_on_signals(deadline_seconds: Optional[float]) -> Iterator[None]:
 
     def on_alarm(_signum: int, _frame: Any) -> None:
         if not _closing.is_set():
-            raise DeadlineExceeded(Deadline(deadline_seconds).message("(the run was blocked; stopped by the watchdog)"))
+            raise DeadlineExceeded(Deadline(deadline_seconds).message("while the run was blocked (the watchdog stopped it)"))
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     if deadline_seconds is not None:

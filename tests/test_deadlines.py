@@ -5,6 +5,8 @@ every 0.5 s, for ever: the request timeout bounds each read, not the call. Again
 - `memctl dream` with `run_deadline_seconds` set to a few seconds ends by itself (the subprocess
   timeout is the bound), exits 1, its run row is Failed naming the deadline, the lease row is
   gone, no note changed, and the next dream (against a well-behaved server) completes;
+- the same when the run is blocked outside the LLM calls (an embedding request to that server,
+  in the main thread): the watchdog stops it a few seconds after the deadline;
 - SIGINT and SIGTERM sent while a dream waits on that server end the process (exit 130 / 143)
   with the run Failed, the lease released and no note changed;
 - a lease is never written or renewed past its run's deadline;
@@ -171,6 +173,22 @@ def test_trickling_server_dream_stops_at_the_run_deadline(db: Db, trickle: Trick
     assert again.returncode == 0, again.stderr
     assert runs(db)[-1]["Status"] == "Completed"
     assert leases(db) == []
+
+
+def test_watchdog_stops_a_run_blocked_outside_the_llm_calls(sqlite_db: Db, trickle: TricklingServer) -> None:
+    """An embedding request to the trickling server blocks the main thread itself: the watchdog stops it."""
+    db = sqlite_db
+    notes = seed_pair(db)
+    env = memctl_env(db, trickle.base_url, MEMCTL_RUN_DEADLINE_SECONDS=str(DEADLINE), MEMCTL_EMBED_PROVIDER="openai",
+                     MEMCTL_EMBED_MODEL="stub-embedder", MEMCTL_EMBED_BASE_URL=trickle.base_url)
+    result = subprocess.run(dream_command(), env=env, capture_output=True, text=True, cwd=db.path, timeout=ENDS_WITHIN)
+
+    assert result.returncode == 1, result.stderr
+    assert "watchdog" in result.stderr
+    [run] = runs(db)
+    assert run["Status"] == "Failed" and "run deadline" in run["ErrorMessage"]
+    assert leases(db) == []
+    assert statuses(db, notes) == ["Active", "Active"]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
