@@ -98,8 +98,8 @@ def ask_all(
                 answer.error, answer.reply = problem, None
         return answer
 
-    def answered(i: int, answer: Answer) -> None:
-        answers[i] = answer
+    def answered(position: int, answer: Answer) -> None:
+        answers[to_ask[position]] = answer
         ctx.reporter.advance()
 
     ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
