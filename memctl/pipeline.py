@@ -361,11 +361,12 @@ def _run_phase(
         if report.skipped:
             output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
         _finish(recorder, step_id, report.input, output, success=True)
-    except RunStopped as stop:
+    except (RunStopped, KeyboardInterrupt) as stop:
         # Close this phase's step with the reason and hand its report to the pipeline, which closes the run.
-        report.outcome, report.error = "failed", scrub(str(stop), ctx.settings)
+        report.outcome, report.error = "failed", scrub(str(stop) or "interrupted (KeyboardInterrupt)", ctx.settings)
         report.seconds = time.monotonic() - started
-        stop.phase_report = report
+        if isinstance(stop, RunStopped):
+            stop.phase_report = report
         with stopping.closing():
             try:
                 _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)

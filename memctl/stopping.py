@@ -185,9 +185,10 @@ def stop_on_signals(deadline_seconds: Optional[float]) -> Iterator[None]:
             raise DeadlineExceeded(Deadline(deadline_seconds).message("while the run was blocked (the watchdog stopped it)"))
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    other_timer, armed_at = (0.0, 0.0), time.monotonic()
     if deadline_seconds is not None:
         previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, deadline_seconds + WATCHDOG_GRACE_SECONDS)
+        other_timer = signal.setitimer(signal.ITIMER_REAL, deadline_seconds + WATCHDOG_GRACE_SECONDS)
     try:
         yield
     finally:
@@ -195,3 +196,5 @@ def stop_on_signals(deadline_seconds: Optional[float]) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if other_timer[0] > 0:  # give back a timer someone else had armed (a test harness's, say)
+            signal.setitimer(signal.ITIMER_REAL, max(other_timer[0] - (time.monotonic() - armed_at), 0.001), other_timer[1])
