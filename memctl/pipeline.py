@@ -170,12 +170,16 @@ def execute(
     force: bool = False,
     plan_out: Optional[str] = None,
     run_name: Optional[str] = None,
+    deadline: Optional[Deadline] = None,
 ) -> RunReport:
-    """Run `phases` in order under the lock, recording everything; see the module docstring."""
+    """Run `phases` in order under the lock, recording everything; see the module docstring.
+
+    The run's deadline starts now, `run_deadline_seconds` long, unless `deadline` is given.
+    """
     started = time.monotonic()
     settings = ctx.settings
     ctx.dry_run = dry_run
-    ctx.deadline = Deadline(settings.run_deadline_seconds)
+    ctx.deadline = deadline or Deadline(settings.run_deadline_seconds)
     run_name = run_name or command
     plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
 
@@ -337,6 +341,7 @@ def _run_phase(
     started = time.monotonic()
     report = PhaseReport(phase.name, phase.step_name, "planned")
     step_id = recorder.start_step(phase.step_name, "Decision")
+    phase_plan: Optional[PhasePlan] = None
     try:
         phase_plan = phase.plan(ctx, overlay)
         plan.phases.append(phase_plan)
@@ -350,10 +355,7 @@ def _run_phase(
         else:
             outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
             record_applied(phase_plan, outcomes, overlay)
-            report.applied = sum(len(o.applied) for o in outcomes)
-            for mutation in (mu for o in outcomes for mu in o.applied):
-                report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
-            report.skipped = [s for o in outcomes for s in o.skipped]
+            _count_applied(report, outcomes)
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
             _record_children(recorder, phase_plan, outcomes, step_id)
         report.seconds = time.monotonic() - started
@@ -367,7 +369,15 @@ def _run_phase(
         report.seconds = time.monotonic() - started
         if isinstance(stop, RunStopped):
             stop.phase_report = report
+        applied: Sequence[UnitOutcome] = getattr(stop, "applied_outcomes", ())
+        if applied:
+            _count_applied(report, applied)  # the units applied before the stop stay applied
         with stopping.closing():
+            try:
+                if applied and phase_plan is not None:
+                    _record_children(recorder, phase_plan, applied, step_id, only_applied=True)
+            except Exception:  # noqa: BLE001 - the change log still holds every applied change
+                pass
             try:
                 _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)
             except Exception:  # noqa: BLE001 - the run row still says why
@@ -408,17 +418,30 @@ def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Opti
                 raise PhaseError("the run lost its lease (another process took it over); stopping before the next unit")
             outcomes.append(apply_unit(apply_ctx, unit))
             ctx.reporter.advance()
+    except (RunStopped, KeyboardInterrupt) as stop:
+        stop.applied_outcomes = outcomes  # type: ignore[union-attr]
+        raise
     finally:
         ctx.reporter.finish()
     return outcomes
 
 
-def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str]) -> None:
+def _count_applied(report: PhaseReport, outcomes: Sequence[UnitOutcome]) -> None:
+    report.applied = sum(len(o.applied) for o in outcomes)
+    report.applied_by_action = {}
+    for mutation in (mu for o in outcomes for mu in o.applied):
+        report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
+    report.skipped = [s for o in outcomes for s in o.skipped]
+
+
+def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str], only_applied: bool = False) -> None:
     by_key = {o.key: o for o in outcomes}
     steps = []
     for child in plan.children:
         output = dict(child.output)
         outcome = by_key.get(child.unit_key) if child.unit_key else None
+        if only_applied and outcome is None:
+            continue
         if outcome is not None:
             output["applied"] = outcome.fully_applied
             if outcome.skipped:
