@@ -47,7 +47,7 @@ from memctl.store import models as m
 from memctl.store.engine import write
 from memctl.verify import verify
 
-DEADLINE = 10
+DEADLINE = 15
 #: the subprocess bound: the deadline, the watchdog's grace and room for a loaded machine
 ENDS_WITHIN = DEADLINE + 20
 CONTRADICTIONS = "Detect Note Contradictions"
@@ -166,7 +166,7 @@ def test_trickling_server_dream_stops_at_the_run_deadline(db: Db, trickle: Trick
     assert "run deadline" in result.stderr
     [run] = runs(db)
     assert run["Status"] == "Failed" and run["Success"] is False
-    assert "run deadline (10 s" in run["ErrorMessage"]
+    assert f"run deadline ({DEADLINE} s" in run["ErrorMessage"]
     step = steps(db, run["ID"])[CONTRADICTIONS]
     assert step["Status"] == "Failed" and "run deadline" in step["ErrorMessage"]
     assert leases(db) == []
