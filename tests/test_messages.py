@@ -6,7 +6,7 @@
 - A secret is masked where it stands as a secret: an API key "x" does not turn "unexpected"
   into "une***pected", while a long key is masked wherever it appears.
 - A write the database refuses (a trigger on SQLite, a CHECK constraint whose PostgreSQL error
-  carries a "Failing row contains (...)" detail) fails the phase with the driver's first line:
+  carries a "Failing row contains (...)" detail) fails the phase with the driver's own message:
   the note text in the statement's parameters or in the row is printed and recorded nowhere.
 """
 

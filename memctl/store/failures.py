@@ -3,13 +3,14 @@
 SQLAlchemy renders a failed statement with its SQL and its parameters, and the parameters of a
 memctl write hold note texts (a new note, a change-log row's before/after state). Engines are
 built with `hide_parameters=True`, and every message memctl prints or records about a database
-error comes from `describe`, which keeps only the driver's first line (PostgreSQL's DETAIL line
-"Failing row contains (...)" is dropped too). A store memctl may not write to is a configuration
+error comes from `describe`, which keeps the driver's own message without the lines that quote
+data (PostgreSQL's DETAIL "Failing row contains (...)", LINE and CONTEXT). A store memctl may not write to is a configuration
 problem, told in one sentence (`read_only_error`, exit 2).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import sqlalchemy as sa
@@ -24,14 +25,18 @@ READ_ONLY_SQLSTATES = {"25006": "the connection is read-only", "42501": "the dat
 READ_ONLY_WORDS = ("readonly database", "read-only database", "read-only transaction", "read only database")
 
 
+# PostgreSQL adds lines that may quote the row or the statement: "DETAIL:  Failing row contains
+# (...)", "LINE 1: INSERT ... VALUES ('...')" with its caret line, "CONTEXT: ..." (values too).
+_QUOTING_LINES = re.compile(r"^\s*(DETAIL|CONTEXT|LINE \d+|QUERY|STATEMENT|WHERE)\b|^\s*\^\s*$")
+
+
 def driver_message(exc: BaseException) -> str:
-    """Return the first line of the driver's own message of `exc` (no SQL, no parameters)."""
+    """Return the driver's own message of `exc` on one line, without the lines that quote data."""
     orig = getattr(exc, "orig", None) if isinstance(exc, sa.exc.StatementError) else exc
     if orig is None:
         orig = exc
-    lines = str(orig).strip().splitlines()
-    text = lines[0].strip() if lines else ""
-    return (text or type(orig).__name__)[:MAX_CHARS]
+    lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip() and not _QUOTING_LINES.match(line)]
+    return (" ".join(lines) or type(orig).__name__)[:MAX_CHARS]
 
 
 def describe(exc: BaseException) -> str:
