@@ -1,7 +1,9 @@
 """The `memctl` command: parse options, resolve settings once, call one library function, render.
 
-Exit codes: 0 done (a gate or lock skip included), 1 a phase failed or `verify` found a breach,
-2 usage or configuration error, 3 unexpected error (the traceback only with --traceback).
+Exit codes: 0 done (a gate or lock skip included), 1 a phase failed, `verify` found a breach, the
+run reached its deadline, or the store is locked by a run past its deadline, 2 usage or
+configuration error (a read-only store included), 3 unexpected error (the traceback only with
+--traceback), 130 / 143 interrupted by SIGINT / SIGTERM (the run closed Failed, the lock released).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from memctl import api
+from memctl import api, stopping
 from memctl.errors import MemctlError, UsageError
 from memctl.pipeline import RunReport
 from memctl.settings import Settings, resolve
@@ -103,19 +105,44 @@ def guarded(fn: F) -> F:
                 err.print_exception()
             _error(state, str(exc), exc.exit_code)
             raise typer.Exit(exc.exit_code) from None
+        except stopping.RunStopped as exc:
+            _error(state, _scrub(state, str(exc)), exc.exit_code)
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            _error(state, "interrupted", 3)
-            raise typer.Exit(3) from None
+            _error(state, "interrupted", 130)
+            raise typer.Exit(130) from None
         except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become exit 3
             if state.traceback:
                 err.print_exception()
-            message = f"unexpected error: {type(exc).__name__}: {_scrub(state, str(exc))}"
+            read_only = _read_only(state, exc)
+            if read_only is not None:
+                _error(state, str(read_only), read_only.exit_code)
+                raise typer.Exit(read_only.exit_code) from None
+            message = f"unexpected error: {_scrub(state, _describe(exc))}"
             if not state.traceback:
                 message += " (run with --traceback for details)"
             _error(state, message, 3)
             raise typer.Exit(3) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _describe(exc: BaseException) -> str:
+    from memctl.store.failures import describe
+
+    return describe(exc)
+
+
+def _read_only(state: State, exc: BaseException) -> Optional[MemctlError]:
+    """Return the one-sentence error when `exc` is a write a read-only store refused."""
+    from memctl.settings import mask_url
+    from memctl.store.failures import read_only_error
+
+    try:
+        url = state.settings().masked_db_url
+    except MemctlError:
+        url = mask_url(str(state.flags.get("db_url") or "the store"))
+    return read_only_error(exc, url)
 
 
 def _scrub(state: State, text: str) -> str:
@@ -268,7 +295,10 @@ def _render_summary(report: RunReport) -> None:
 def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport], metrics_file: Optional[Path] = None) -> None:
     settings = state.settings()
     reporter = ConsoleReporter(state, quiet or as_json)
-    report = call(settings, reporter)
+    with stopping.stop_on_signals(settings.run_deadline_seconds):
+        report = call(settings, reporter)
+    if report.stuck_lease is not None or report.stopped is not None:
+        _error(state, report.message, report.exit_code)
     if metrics_file is not None:
         from memctl import metrics
 

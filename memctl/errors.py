@@ -1,7 +1,8 @@
 """memctl's error hierarchy: every subclass carries the exit code the CLI maps it to.
 
-Exit codes: 0 done (a gate or lock skip included), 1 a phase failed or `verify` found a breach,
-2 usage or configuration error, 3 unexpected error.
+Exit codes: 0 done (a gate or lock skip included), 1 a phase failed, `verify` found a breach, the
+run reached its deadline or the lock is held past its deadline, 2 usage or configuration error,
+3 unexpected error; 130 / 143 when SIGINT / SIGTERM stopped the run (`memctl.stopping`).
 """
 
 from __future__ import annotations

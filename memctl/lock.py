@@ -2,7 +2,9 @@
 
 A lease is a row in memctl_lock with an expiry, renewed by a background thread while the run
 works. A second holder is refused while the lease is live; a lease whose holder died expires,
-and the next run takes it over and closes the dead run as Failed.
+and the next run takes it over and closes the dead run as Failed. A lease never lasts past its
+run's deadline (`run_deadline_seconds`): renewals stop there and no expiry is set beyond it, so a
+run kept alive by a server trickling its replies cannot hold the store for ever.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import Any, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -35,31 +38,51 @@ class LeaseRefused:
     holder: str
     run_id: Optional[str]
     expires_at: str
+    #: when the holder took the lease (None when unknown)
+    acquired_at: Optional[datetime] = None
 
 
 class Lease:
     """A held lease; renew it with `keep_alive()` and give it back with `release()`."""
 
-    def __init__(self, engine: Engine, name: str, holder: str, run_id: Optional[str], seconds: float, clock: Clock) -> None:
+    def __init__(
+        self, engine: Engine, name: str, holder: str, run_id: Optional[str], seconds: float, clock: Clock,
+        deadline_seconds: Optional[float] = None,
+    ) -> None:
         self.engine = engine
         self.name = name
         self.holder = holder
         self.run_id = run_id
         self.seconds = seconds
         self.clock = clock
+        # The run's deadline, on the lease's clock (for the expiry written) and on the monotonic
+        # clock (for when renewals stop; the lease clock may be frozen with --now).
+        self.deadline_at: Optional[datetime] = None if deadline_seconds is None else clock() + timedelta(seconds=deadline_seconds)
+        self._renew_until = None if deadline_seconds is None else time.monotonic() + deadline_seconds
         self.taken_over_run: Optional[str] = None
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
+    def expiry(self, now: datetime) -> datetime:
+        """Return the expiry a renewal at `now` writes: a lease lifetime on, never past the deadline."""
+        until = now + timedelta(seconds=self.seconds)
+        return until if self.deadline_at is None else min(until, self.deadline_at)
+
+    @property
+    def past_deadline(self) -> bool:
+        return self._renew_until is not None and time.monotonic() >= self._renew_until
+
     def renew(self) -> bool:
         """Extend the lease; return False (and set `lost`) when it is no longer ours."""
+        if self.past_deadline:
+            return True  # still ours until it expires, but never extended past the run's deadline
         now = self.clock()
         with write(self.engine) as conn:
             changed = conn.execute(
                 m.lease.update()
                 .where(m.lease.c.Name == self.name, m.lease.c.Holder == self.holder)
-                .values(ExpiresAt=now + timedelta(seconds=self.seconds))
+                .values(ExpiresAt=self.expiry(now))
             ).rowcount
         if changed != 1:
             self.lost.set()
@@ -69,7 +92,7 @@ class Lease:
         """Renew the lease from a daemon thread every third of its lifetime."""
 
         def loop() -> None:
-            while not self._stop.wait(self.seconds / 3):
+            while not self._stop.wait(self.seconds / 3) and not self.past_deadline:
                 try:
                     if not self.renew():
                         return
@@ -127,36 +150,40 @@ def _lock_guard(conn: sa.Connection, now: datetime) -> None:
         conn.execute(query).first()
 
 
-def acquire(engine: Engine, name: str, run_id: Optional[str], seconds: float, clock: Clock, holder: Optional[str] = None) -> Lease | LeaseRefused:
+def acquire(
+    engine: Engine, name: str, run_id: Optional[str], seconds: float, clock: Clock, holder: Optional[str] = None,
+    deadline_seconds: Optional[float] = None,
+) -> Lease | LeaseRefused:
     """Take the lease `name`, taking over an expired one; return the Lease or who holds it.
 
     A live lease that overlaps `name` (the same name, an unsharded run against shard workers,
-    or shard workers with a different shard count) refuses it.
+    or shard workers with a different shard count) refuses it. With `deadline_seconds` the
+    lease never expires later than that many seconds from now.
     """
     holder = holder or holder_name()
     now = clock()
-    expires = now + timedelta(seconds=seconds)
-    lease = Lease(engine, name, holder, run_id, seconds, clock)
+    lease = Lease(engine, name, holder, run_id, seconds, clock, deadline_seconds)
+    expires = lease.expiry(now)
     try:
         with write(engine) as conn:
             _lock_guard(conn, now)
             live = conn.execute(sa.select(m.lease).where(m.lease.c.Name != name, m.lease.c.Name != GUARD_ROW, m.lease.c.ExpiresAt > now)).mappings().all()
             for other in live:
                 if overlaps(name, other["Name"]):
-                    return LeaseRefused(other["Name"], other["Holder"], other["RunID"], other["ExpiresAt"].isoformat())
+                    return _refused(other)
             row = conn.execute(sa.select(m.lease).where(m.lease.c.Name == name).with_for_update()).mappings().first()
             if row is None:
                 conn.execute(m.lease.insert().values(Name=name, Holder=holder, RunID=run_id, AcquiredAt=now, ExpiresAt=expires))
                 return lease
             if row["ExpiresAt"] > now:
-                return LeaseRefused(name, row["Holder"], row["RunID"], row["ExpiresAt"].isoformat())
+                return _refused(row)
             taken = conn.execute(
                 m.lease.update()
                 .where(m.lease.c.Name == name, m.lease.c.Holder == row["Holder"], m.lease.c.ExpiresAt == row["ExpiresAt"])
                 .values(Holder=holder, RunID=run_id, AcquiredAt=now, ExpiresAt=expires)
             ).rowcount
             if taken != 1:
-                return LeaseRefused(name, row["Holder"], row["RunID"], row["ExpiresAt"].isoformat())
+                return _refused(row)
             if row["RunID"]:
                 close_dead_run(conn, row["RunID"], now, f"lease expired: holder {row['Holder']} stopped renewing it (process died?)")
                 lease.taken_over_run = row["RunID"]
@@ -166,4 +193,8 @@ def acquire(engine: Engine, name: str, run_id: Optional[str], seconds: float, cl
             row = conn.execute(sa.select(m.lease).where(m.lease.c.Name == name)).mappings().first()
         if row is None:
             raise
-        return LeaseRefused(name, row["Holder"], row["RunID"], row["ExpiresAt"].isoformat())
+        return _refused(row)
+
+
+def _refused(row: Any) -> LeaseRefused:
+    return LeaseRefused(row["Name"], row["Holder"], row["RunID"], row["ExpiresAt"].isoformat(), row["AcquiredAt"])

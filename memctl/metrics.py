@@ -18,6 +18,8 @@ from memctl.pipeline import RunReport
 METRICS = {
     "memctl_run_success": ("gauge", "1 if the last run of this command succeeded (a gate or lock skip counts as success), else 0."),
     "memctl_run_skipped": ("gauge", "1 if the last run was skipped (gate closed or store locked), else 0."),
+    "memctl_run_stopped": ("gauge", "1 if the last run was stopped from outside (reason: deadline, SIGINT or SIGTERM), else 0."),
+    "memctl_lock_overdue_seconds": ("gauge", "How far past its run deadline the run holding the lock was when this run was refused (0 when not)."),
     "memctl_run_timestamp_seconds": ("gauge", "Unix time the last run finished."),
     "memctl_run_duration_seconds": ("gauge", "Wall time of the last run."),
     "memctl_phase_success": ("gauge", "1 if the phase succeeded in the last run, else 0."),
@@ -46,6 +48,9 @@ def render(report: RunReport, finished_at: Optional[float] = None) -> str:
     base = {"command": command}
     samples["memctl_run_success"].append(_line("memctl_run_success", base, 1 if report.exit_code == 0 else 0))
     samples["memctl_run_skipped"].append(_line("memctl_run_skipped", base, 1 if report.status in ("skipped", "locked") else 0))
+    samples["memctl_run_stopped"].append(_line("memctl_run_stopped", {**base, "reason": report.stopped or ""}, 1 if report.stopped else 0))
+    overdue = (report.stuck_lease or {}).get("overdueSeconds", 0)
+    samples["memctl_lock_overdue_seconds"].append(_line("memctl_lock_overdue_seconds", base, overdue))
     samples["memctl_run_timestamp_seconds"].append(_line("memctl_run_timestamp_seconds", base, finished_at if finished_at is not None else time.time()))
     samples["memctl_run_duration_seconds"].append(_line("memctl_run_duration_seconds", base, report.seconds))
     for phase in report.phases:

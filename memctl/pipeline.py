@@ -10,12 +10,12 @@ a dry-run shows what a real run would do, and its saved plan can be applied as p
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from memctl import lock as leases
 from memctl.agent import agent_id, require_agent
+from memctl import stopping
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
 from memctl.phases.base import Overlay, Phase, PhaseContext
@@ -25,9 +25,15 @@ from memctl.records import note_record
 from memctl.store import models as m
 from memctl.store.changes import ApplyContext, UnitOutcome, apply_unit, to_db_values
 from memctl.store.engine import read, scrub
+from memctl.store.failures import describe
+from memctl.stopping import Deadline, RunStopped
 
 PHASE_ORDER = ("consolidate", "contradictions", "prune", "archive")
 GATE_STEP = "Check Maintenance Gate"
+LEASE_STEP = "Check Run Lease"
+#: how far past the run deadline (on the next attempt's clock) a live lease must be before it is
+#: reported as stuck: room for clock skew between hosts and for the holder's own closing
+OVERDUE_GRACE_SECONDS = 60.0
 
 
 @dataclass
@@ -75,9 +81,16 @@ class RunReport:
     gate: Optional[dict[str, Any]] = None
     plan: Optional[Plan] = None
     seconds: float = 0.0
+    #: why the run was stopped from outside (deadline, SIGINT, SIGTERM), and the exit code that goes with it
+    stopped: Optional[str] = None
+    stop_exit_code: int = 1
+    #: the live lease that refused this run when its holder is past the run deadline
+    stuck_lease: Optional[dict[str, Any]] = None
 
     @property
     def exit_code(self) -> int:
+        if self.stopped is not None:
+            return self.stop_exit_code
         if self.status == "failed" or any(p.outcome == "failed" for p in self.phases):
             return 1
         return 0
@@ -92,6 +105,8 @@ class RunReport:
             "gate": self.gate,
             "phases": [p.to_dict() for p in self.phases],
             "seconds": round(self.seconds, 3),
+            "stopped": self.stopped,
+            "stuckLease": self.stuck_lease,
         }
 
 
@@ -156,11 +171,16 @@ def execute(
     force: bool = False,
     plan_out: Optional[str] = None,
     run_name: Optional[str] = None,
+    deadline: Optional[Deadline] = None,
 ) -> RunReport:
-    """Run `phases` in order under the lock, recording everything; see the module docstring."""
+    """Run `phases` in order under the lock, recording everything; see the module docstring.
+
+    The run's deadline starts now, `run_deadline_seconds` long, unless `deadline` is given.
+    """
     started = time.monotonic()
     settings = ctx.settings
     ctx.dry_run = dry_run
+    ctx.deadline = deadline or Deadline(settings.run_deadline_seconds)
     run_name = run_name or command
     plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
 
@@ -187,13 +207,14 @@ def execute(
     recorder: Recorder = NullRecorder()
     if not dry_run:
         run_recorder = RunRecorder(ctx.engine, settings.current_time, run_name, agent_id=agent_id(settings))
-        got = leases.acquire(ctx.engine, ctx.scope.lock_name(), run_recorder.run_id, settings.lease_seconds, settings.current_time)
+        got = leases.acquire(
+            ctx.engine, ctx.scope.lock_name(), run_recorder.run_id, settings.lease_seconds, settings.current_time,
+            deadline_seconds=ctx.deadline.remaining(),
+        )
         if isinstance(got, leases.LeaseRefused):
-            return RunReport(
-                command, "locked",
-                f"the store is locked by {got.holder} (run {got.run_id}, lease until {got.expires_at}); nothing done",
-                gate=gate_info, seconds=time.monotonic() - started,
-            )
+            report = _refused(run_recorder, command, got, settings, gate_info)
+            report.seconds = time.monotonic() - started
+            return report
         lease = got
         lease.keep_alive()
         recorder = run_recorder
@@ -210,6 +231,7 @@ def execute(
             recorder.finish_step(step, success=True, output_data={**gate_info, "outcome": "forced" if (force and not decision.open) else "open"})  # type: ignore[union-attr]
         overlay = Overlay()
         for phase in phases:
+            ctx.deadline.check(f"before the {phase.name} phase")
             report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, dry_run))
         failed = [p.phase for p in report.phases if p.outcome == "failed"]
         report.status = "dry-run" if dry_run else ("failed" if failed else "completed")
@@ -220,14 +242,75 @@ def execute(
         # Close the run while the lease still points at it: a crash after the release would
         # leave a Running run that no lease takeover ever closes.
         recorder.finish_run(success=report.exit_code == 0, message=report.message, result=report.to_dict())
+    except RunStopped as stop:
+        # The deadline passed or a signal came: close the run Failed, give the lease back, and
+        # return the report (exit 1 at the deadline, 130/143 on SIGINT/SIGTERM).
+        with stopping.closing():
+            if stop.phase_report is not None:
+                report.phases.append(stop.phase_report)
+            report.status, report.stopped, report.stop_exit_code = "failed", stop.reason, stop.exit_code
+            report.message = scrub(str(stop), settings)
+            report.seconds = time.monotonic() - started
+            recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
+            _close_services(ctx)
+            if lease is not None:
+                lease.release()
+                lease = None
     except BaseException as exc:
         report.status = "failed"
-        report.message = f"aborted: {scrub(str(exc), settings) or type(exc).__name__}"
-        recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
+        if isinstance(exc, KeyboardInterrupt):
+            report.message = "interrupted (KeyboardInterrupt)"
+        else:
+            report.message = f"aborted: {scrub(describe(exc), settings)}"
+        with stopping.closing():
+            recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
         raise
     finally:
+        _close_services(ctx)
         if lease is not None:
             lease.release()
+    return report
+
+
+def _close_services(ctx: PhaseContext) -> None:
+    """Close the LLM client's connections: an answer still trickling in is not awaited."""
+    judge = ctx.services.get("judge")
+    client = getattr(judge, "client", None)
+    if client is not None and hasattr(client, "close"):
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing is best effort; the process is about to end
+            pass
+
+
+def _refused(recorder: RunRecorder, command: str, refused: leases.LeaseRefused, settings: Any, gate_info: Optional[dict[str, Any]]) -> RunReport:
+    """Report a held lock: a skip (exit 0), or a failure when its holder is past the run deadline.
+
+    A lease is never renewed past its run's deadline, so a live lease taken more than
+    run_deadline_seconds ago belongs to a run that is stuck (or to a memctl without deadlines).
+    Skipping quietly would hide that for ever: this attempt records a Failed run with a Failed
+    "Check Run Lease" step, says so on stderr and in the metrics, and exits 1.
+    """
+    held = f"the store is locked by {refused.holder} (run {refused.run_id}, lease until {refused.expires_at})"
+    now = settings.current_time()
+    if refused.acquired_at is None:
+        return RunReport(command, "locked", f"{held}; nothing done", gate=gate_info)
+    held_for = (now - refused.acquired_at).total_seconds()
+    overdue = held_for - settings.run_deadline_seconds
+    if overdue <= OVERDUE_GRACE_SECONDS:
+        return RunReport(command, "locked", f"{held}; nothing done", gate=gate_info)
+    message = (
+        f"{held}, taken {held_for:.0f} s ago: {overdue:.0f} s past the run deadline ({settings.run_deadline_seconds:g} s), "
+        f"so that run is stuck or has no deadline; nothing done: stop process {refused.holder} and its lease expires within lease_seconds"
+    )
+    stuck = {
+        "lease": refused.name, "holder": refused.holder, "runId": refused.run_id, "acquiredAt": refused.acquired_at.isoformat(),
+        "expiresAt": refused.expires_at, "heldSeconds": round(held_for, 1), "overdueSeconds": round(overdue, 1),
+        "runDeadlineSeconds": settings.run_deadline_seconds,
+    }
+    report = RunReport(command, "failed", message, run_id=recorder.run_id, gate=gate_info, stuck_lease=stuck)
+    step = FinishedStep(LEASE_STEP, "Validation", {"lease": refused.name, "runDeadlineSeconds": settings.run_deadline_seconds}, {**stuck, "outcome": "stuck"}, success=False, error=message)
+    recorder.record_finished_run(message, report.to_dict(), [step], success=False)
     return report
 
 
@@ -260,6 +343,7 @@ def _run_phase(
     started = time.monotonic()
     report = PhaseReport(phase.name, phase.step_name, "planned")
     step_id = recorder.start_step(phase.step_name, "Decision")
+    phase_plan: Optional[PhasePlan] = None
     try:
         phase_plan = phase.plan(ctx, overlay)
         plan.phases.append(phase_plan)
@@ -273,10 +357,7 @@ def _run_phase(
         else:
             outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
             record_applied(phase_plan, outcomes, overlay)
-            report.applied = sum(len(o.applied) for o in outcomes)
-            for mutation in (mu for o in outcomes for mu in o.applied):
-                report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
-            report.skipped = [s for o in outcomes for s in o.skipped]
+            _count_applied(report, outcomes)
             if phase_plan.all_or_nothing and report.skipped:
                 raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
@@ -286,11 +367,31 @@ def _run_phase(
         if report.skipped:
             output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
         _finish(recorder, step_id, report.input, output, success=True)
+    except (RunStopped, KeyboardInterrupt) as stop:
+        # Close this phase's step with the reason and hand its report to the pipeline, which closes the run.
+        report.outcome, report.error = "failed", scrub(str(stop) or "interrupted (KeyboardInterrupt)", ctx.settings)
+        report.seconds = time.monotonic() - started
+        if isinstance(stop, RunStopped):
+            stop.phase_report = report
+        applied: Sequence[UnitOutcome] = getattr(stop, "applied_outcomes", ())
+        if applied:
+            _count_applied(report, applied)  # the units applied before the stop stay applied
+        with stopping.closing():
+            try:
+                if applied and phase_plan is not None:
+                    _record_children(recorder, phase_plan, applied, step_id, only_applied=True)
+            except Exception:  # noqa: BLE001 - the change log still holds every applied change
+                pass
+            try:
+                _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)
+            except Exception:  # noqa: BLE001 - the run row still says why
+                pass
+        raise
     except Exception as exc:  # noqa: BLE001 - FR-004: a failing phase must not stop the next one
         report.outcome = "failed"
-        report.error = scrub(f"{type(exc).__name__}: {exc}" if not isinstance(exc, MemctlError) else str(exc), ctx.settings)
+        report.error = scrub(describe(exc) if not isinstance(exc, MemctlError) else str(exc), ctx.settings)
         report.seconds = time.monotonic() - started
-        detail = scrub("".join(traceback.format_exception_only(type(exc), exc)).strip(), ctx.settings)
+        detail = scrub(describe(exc), ctx.settings)
         ctx.reporter.log(f"{phase.name} failed: {report.error}")
         try:
             _finish(recorder, step_id, report.input, {**report.output, "outcome": "failed", "applied": report.applied}, success=False, error=detail)
@@ -315,22 +416,36 @@ def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Opti
     outcomes = []
     ctx.reporter.start(plan.step_name, total=len(plan.units))
     try:
-        for unit in plan.units:
+        for done, unit in enumerate(plan.units):
+            ctx.deadline.check(f"after {done} of {len(plan.units)} unit(s) of the {plan.phase} phase")
             if lease is not None and lease.lost.is_set():
                 raise PhaseError("the run lost its lease (another process took it over); stopping before the next unit")
             outcomes.append(apply_unit(apply_ctx, unit))
             ctx.reporter.advance()
+    except (RunStopped, KeyboardInterrupt) as stop:
+        stop.applied_outcomes = outcomes  # type: ignore[union-attr]
+        raise
     finally:
         ctx.reporter.finish()
     return outcomes
 
 
-def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str]) -> None:
+def _count_applied(report: PhaseReport, outcomes: Sequence[UnitOutcome]) -> None:
+    report.applied = sum(len(o.applied) for o in outcomes)
+    report.applied_by_action = {}
+    for mutation in (mu for o in outcomes for mu in o.applied):
+        report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
+    report.skipped = [s for o in outcomes for s in o.skipped]
+
+
+def _record_children(recorder: Recorder, plan: PhasePlan, outcomes: Sequence[UnitOutcome], step_id: Optional[str], only_applied: bool = False) -> None:
     by_key = {o.key: o for o in outcomes}
     steps = []
     for child in plan.children:
         output = dict(child.output)
         outcome = by_key.get(child.unit_key) if child.unit_key else None
+        if only_applied and outcome is None:
+            continue
         if outcome is not None:
             output["applied"] = outcome.fully_applied
             if outcome.skipped:

@@ -153,16 +153,17 @@ class RunRecorder:
         with write(self.engine) as conn:
             conn.execute(m.run_step.insert(), rows)
 
-    def record_finished_run(self, message: str, result: Any, steps: Sequence[FinishedStep]) -> str:
-        """Write a run that is already over (a gate skip) and its steps in one transaction.
+    def record_finished_run(self, message: str, result: Any, steps: Sequence[FinishedStep], success: bool = True) -> str:
+        """Write a run that is already over (a gate skip, a stuck lock) and its steps in one transaction.
 
         One transaction, so a process killed meanwhile leaves no Running run behind that no lease
         would ever let the next run close.
         """
         now = self.clock()
         run_values = {
-            "ID": self.run_id, "AgentID": self.agent_id, "RunName": self.run_name, "Status": "Completed", "StartedAt": now,
-            "CompletedAt": now, "Success": True, "Message": message, "Result": to_json(result), "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
+            "ID": self.run_id, "AgentID": self.agent_id, "RunName": self.run_name, "Status": "Completed" if success else "Failed",
+            "StartedAt": now, "CompletedAt": now, "Success": success, "Message": message, "ErrorMessage": None if success else message,
+            "Result": to_json(result), "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
         }
         with write(self.engine) as conn:
             ensure_agent(conn, self.agent_id, now)

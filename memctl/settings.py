@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Optional, get_type_hints
+from typing import Any, Iterable, Mapping, Optional, get_type_hints
 
 from sqlalchemy.engine import make_url
 
@@ -74,6 +74,9 @@ class Settings:
     gate_hours: float = 24.0
     gate_min_new_notes: int = 0
     lease_seconds: float = 300.0
+    #: wall-clock bound of one run: at it memctl stops asking, applies nothing half-done, records
+    #: the run Failed, releases the lease and exits 1; the lease is never renewed past it
+    run_deadline_seconds: float = 3600.0
 
     def current_time(self) -> datetime:
         """Return the time memctl treats as now (aware UTC)."""
@@ -134,6 +137,22 @@ def mask_url(url: str) -> str:
     if parsed.password is None:
         return url
     return parsed.render_as_string(hide_password=True)
+
+
+#: a secret at least this long is masked wherever it appears; a shorter one (an API key "x" a
+#: local server ignores) only where it stands alone as a token, so "unexpected" stays readable
+WHOLE_TEXT_SECRET_CHARS = 8
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """Replace each secret in `text` by ***: anywhere when it is long, as a whole token when short."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if len(secret) >= WHOLE_TEXT_SECRET_CHARS:
+            text = text.replace(secret, "***")
+        else:
+            # a token: not inside a word, a path, a host name or a longer key (a full stop may end it)
+            text = re.sub(rf"(?<![\w.~+/-]){re.escape(secret)}(?![\w~+/-]|\.\w)", "***", text)
+    return text
 
 
 def parse_time(text: str) -> datetime:
@@ -282,6 +301,7 @@ def _validate(s: Settings) -> None:
         ("gate_hours", s.gate_hours >= 0, "zero or more"),
         ("gate_min_new_notes", s.gate_min_new_notes >= 0, "zero or more"),
         ("lease_seconds", s.lease_seconds >= 5, "at least 5"),
+        ("run_deadline_seconds", s.run_deadline_seconds >= 1, "at least 1"),
         ("note_retention_days", s.note_retention_days > 0, "positive"),
         ("example_retention_days", s.example_retention_days > 0, "positive"),
         ("confidence_floor", 0.0 <= s.confidence_floor <= 1.0, "between 0 and 1"),

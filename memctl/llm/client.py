@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
+from memctl.settings import mask_secrets
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +316,4 @@ class LLMClient:
         return self._scrub(" ".join(text.split()))[:300]
 
     def _scrub(self, text: str) -> str:
-        if len(self._secret) >= 4:
-            text = text.replace(self._secret, "***")
-        return text
+        return mask_secrets(text, [self._secret])

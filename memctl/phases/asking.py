@@ -8,7 +8,6 @@ an error for that question only and asked again next run.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.phases.base import PhaseContext
+from memctl.stopping import RunStopped, gather
 from memctl.store.verdicts import VerdictCache, verdict_key
 
 
@@ -98,17 +98,34 @@ def ask_all(
                 answer.error, answer.reply = problem, None
         return answer
 
+    def answered(position: int, answer: Answer) -> None:
+        answers[to_ask[position]] = answer
+        ctx.reporter.advance()
+
     ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, ctx.settings.llm_concurrency)) as pool:
-            for i, answer in zip(to_ask, pool.map(one, to_ask)):
-                answers[i] = answer
-                ctx.reporter.advance()
+        gather(one, to_ask, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered, f"while waiting for {judge.model}'s answers")
+    except RunStopped:
+        # Keep what was answered before the stop, so the next run does not ask it again; a
+        # failure to do so must not hide why the run stopped.
+        try:
+            _tally(ctx, judge, questions, [i for i in to_ask if answers[i] is not None], answers, cacheable, cache, stats)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
     finally:
         ctx.reporter.finish()
+    _tally(ctx, judge, questions, to_ask, answers, cacheable, cache, stats)
+    return [a for a in answers if a is not None], stats
 
+
+def _tally(
+    ctx: PhaseContext, judge: Judge, questions: Sequence[Question], asked: Sequence[int], answers: Sequence[Optional[Answer]],
+    cacheable: Callable[[BaseModel], bool], cache: VerdictCache, stats: AskStats,
+) -> None:
+    """Count what the questions at `asked` cost and cache their valid, cacheable answers."""
     new_entries = []
-    for i in to_ask:
+    for i in asked:
         answer = answers[i]
         assert answer is not None
         stats.asked += 1
@@ -119,4 +136,3 @@ def ask_all(
         elif cacheable(answer.reply):
             new_entries.append((answer.key, questions[i].kind, judge.model, answer.reply.model_dump(mode="json")))
     cache.put_many(new_entries, ctx.settings.current_time())
-    return [a for a in answers if a is not None], stats

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from memctl.plan import PhasePlan
 from memctl.records import NoteRecord
 from memctl.settings import Settings
+from memctl.stopping import Deadline
 
 
 class Reporter(Protocol):
@@ -83,6 +84,8 @@ class PhaseContext:
     #: a dry-run writes nothing at all, not even memctl's own caches
     dry_run: bool = False
     services: dict[str, Any] = field(default_factory=dict)
+    #: the run's deadline (the pipeline sets it from run_deadline_seconds)
+    deadline: Deadline = field(default_factory=Deadline.unbounded)
 
     def service(self, name: str, factory: Callable[[], Any]) -> Any:
         """Return a lazily built shared service (judge, embedder...)."""

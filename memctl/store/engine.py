@@ -13,7 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from memctl.errors import DatabaseError
-from memctl.settings import Settings, mask_url
+from memctl.settings import Settings, mask_secrets, mask_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -21,7 +21,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 def make_engine(settings: Settings) -> Engine:
     """Create the engine for `settings.db_url`, with `settings.db_schema` applied to every table."""
     url = sa.engine.make_url(settings.db_url)
-    kwargs: dict = {"future": True}
+    # Statement parameters hold note texts: never let an error message carry them.
+    kwargs: dict = {"future": True, "hide_parameters": True}
     if url.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
     else:
@@ -145,6 +146,5 @@ def check_connection(engine: Engine, settings: Settings) -> None:
 
 def scrub(text: str, settings: Settings) -> str:
     """Remove every secret of `settings` (and any URL password) from `text`."""
-    for secret in settings.secrets():
-        text = text.replace(secret, "***")
+    text = mask_secrets(text, settings.secrets())
     return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
