@@ -221,6 +221,11 @@ def render_report(report: RunReport, as_json: bool, quiet: bool, fmt: str = "tex
     raise typer.Exit(code)
 
 
+def _shortened(text: str, limit: int) -> str:
+    """Return `text` cut to `limit` characters with a visible ellipsis (never silently)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _check_format(fmt: str) -> str:
     if fmt not in ("text", "markdown"):
         raise typer.BadParameter("must be text or markdown", param_hint="--format")
@@ -236,8 +241,11 @@ def _render_summary(report: RunReport) -> None:
         table.add_row(p.step_name, p.outcome, changed, str(len(p.skipped)) if p.skipped else "", p.error or p.message)
     if report.phases:
         out.print(table)
-    for record, why in report.phases and [s for p in report.phases for s in p.skipped][:20] or []:
+    skipped = [s for p in report.phases for s in p.skipped]
+    for record, why in skipped[:20]:
         out.print(f"  skipped {record}: {why}", markup=False)
+    if len(skipped) > 20:
+        out.print(f"  ... and {len(skipped) - 20} more skipped (--json or --format markdown lists them)", markup=False)
     out.print(report.message, markup=False)
 
 
@@ -405,6 +413,8 @@ def orient(as_json: AsJson = False) -> None:
         agents.add_column(column)
     for agent_id, name, count in view.active_notes_by_agent[:20]:
         agents.add_row(agent_id, name, str(count))
+    if len(view.active_notes_by_agent) > 20:
+        agents.caption = f"... and {len(view.active_notes_by_agent) - 20} more agents (--json lists them all)"
     out.print(agents)
     out.print("active notes by type: " + (", ".join(f"{k} {v}" for k, v in view.active_notes_by_type.items()) or "none"), markup=False)
     out.print(f"partitions with active notes: {view.partitions} (largest: {', '.join(map(str, view.largest_partitions)) or '-'})", markup=False)
@@ -472,7 +482,7 @@ def runs_list(limit: int = typer.Option(20, "--limit", help="How many runs to sh
     for column in ("run", "command", "status", "started", "seconds", "message"):
         table.add_column(column, overflow="fold")
     for r in runs:
-        table.add_row(r["id"], r["name"], r["status"], r["startedAt"] or "", str(r["seconds"] or ""), (r["error"] or r["message"] or "")[:200])
+        table.add_row(r["id"], r["name"], r["status"], r["startedAt"] or "", str(r["seconds"] or ""), _shortened(r["error"] or r["message"] or "", 200))
     out.print(table)
 
 
@@ -546,9 +556,10 @@ def review_resolve(
     dry_run: DryRun = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Settle a flagged pair: keep one note (the other is revoked) or dismiss the flag (recorded; undoable)."""
-    _run(_state(), as_json, quiet, lambda s, r: api.review_resolve(s, pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run, reporter=r))
+    _run(_state(), as_json, quiet, lambda s, r: api.review_resolve(s, pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run, reporter=r), fmt=fmt)
 
 
 @app.command("import")

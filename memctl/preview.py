@@ -169,6 +169,8 @@ def entries(plan: PhasePlan, skipped: Sequence[tuple[str, str]] = ()) -> list[En
                 if mutation.action == "check":
                     continue
                 record = _record(unit, mutation.table, mutation.record_id, mutation.action, texts, why, mutation.comment or "")
+                if mutation.table == "memctl_review" and not record.text:
+                    record = replace(record, text=_review_text(mutation.values))
                 out.append(Entry(kind=unit.kind if unit.kind in PER_RECORD_KINDS else mutation.action, summary=mutation.comment or unit.reason, records=(record,)))
             continue
         records = []
@@ -180,6 +182,8 @@ def entries(plan: PhasePlan, skipped: Sequence[tuple[str, str]] = ()) -> list[En
             records = [replace(r, skipped=r.skipped or flag_skip) for r in records]
         else:
             for mutation in unit.mutations:
+                if mutation.table == "memctl_review":
+                    continue  # an operator's settlement of a pair: the unit's summary says it
                 records.append(_record(unit, mutation.table, mutation.record_id, mutation.action, texts, why))
         out.append(Entry(kind=ENTRY_KINDS[unit.kind], summary=unit.reason, records=tuple(records), rule=str(unit.detail.get(RULE) or _rule_of(unit.reason) if unit.kind == "contradiction" else ""), detail=_scalars(unit.detail)))
     return out
@@ -228,6 +232,11 @@ def _loads(text: Optional[str]) -> Optional[dict[str, Any]]:
     return json.loads(text) if text else None
 
 
+def _review_text(row: Mapping[str, Any]) -> str:
+    pair = f"pair of notes {row['NoteAID']} and {row['NoteBID']}" if row.get("NoteAID") and row.get("NoteBID") else "flagged pair"
+    return f"{pair}: {row['Status']}" if row.get("Status") else pair
+
+
 def _change_entries(rows: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> list[Entry]:
     rows = list(rows)
     created = {str(r["RecordID"]).lower(): r for r in rows if r["Action"] == "insert"}
@@ -256,7 +265,8 @@ def _change_entries(rows: Iterable[Mapping[str, Any]], texts: Mapping[str, str])
             out.append(Entry("flag", str(after.get("Reason") or reason), records))
         else:
             role = {"archive": "archived", "annotate": "annotated", "restore": "restored", "unflag": "unflagged"}.get(action, action)
-            out.append(Entry(action if action in ("archive", "annotate") else "change", reason, (RecordText(role, table, record_id, action, texts.get(record_id, ""), reason),)))
+            text = _review_text(after or _loads(row["Before"]) or {}) if table == "memctl_review" else texts.get(record_id, "")
+            out.append(Entry(action if action in ("archive", "annotate") else "change", reason, (RecordText(role, table, record_id, action, text, reason),)))
     for new_id, index in merges.items():
         merge = out[index]
         out[index] = replace(merge, records=merge.records + tuple(sources.get(new_id, ())))

@@ -59,6 +59,8 @@ def fitted(console: Console, text: str, indent: str, max_lines: int = 1) -> list
         last.truncate(width - 1)
         last.rstrip()
         last.append(ELLIPSIS)
+    for line in shown:
+        line.rstrip()
     return [Text(indent) + line for line in shown]
 
 
