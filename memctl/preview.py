@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import sqlalchemy as sa
@@ -73,7 +73,6 @@ class Entry:
     summary: str
     records: tuple[RecordText, ...]
     rule: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
 
     @property
     def skipped(self) -> bool:
@@ -171,22 +170,27 @@ def entries(plan: PhasePlan, skipped: Sequence[tuple[str, str]] = ()) -> list[En
                 record = _record(unit, mutation.table, mutation.record_id, mutation.action, texts, why, mutation.comment or "")
                 if mutation.table == "memctl_review" and not record.text:
                     record = replace(record, text=_review_text(mutation.values))
-                out.append(Entry(kind=unit.kind if unit.kind in PER_RECORD_KINDS else mutation.action, summary=mutation.comment or unit.reason, records=(record,)))
+                kind = unit.kind if unit.kind in PER_RECORD_KINDS else mutation.action
+                out.append(Entry(kind=kind, summary=mutation.comment or unit.reason, records=(record,)))
             continue
-        records = []
-        if unit.kind == "flag":
-            notes = unit.detail.get("notes") or [mu.record_id for mu in unit.mutations if mu.action == "check"]
-            for label, note_id in zip(("A", "B"), notes):
-                records.append(RecordText(label, "AIAgentNote", str(note_id).lower(), "check", str(texts.get(str(note_id).lower(), "")), skipped=why.get(str(note_id).lower(), "")))
-            flag_skip = next((why.get(mu.record_id.lower(), "") for mu in unit.mutations if mu.table == "memctl_review"), "")
-            records = [replace(r, skipped=r.skipped or flag_skip) for r in records]
-        else:
-            for mutation in unit.mutations:
-                if mutation.table == "memctl_review":
-                    continue  # an operator's settlement of a pair: the unit's summary says it
-                records.append(_record(unit, mutation.table, mutation.record_id, mutation.action, texts, why))
-        out.append(Entry(kind=ENTRY_KINDS[unit.kind], summary=unit.reason, records=tuple(records), rule=str(unit.detail.get(RULE) or _rule_of(unit.reason) if unit.kind == "contradiction" else ""), detail=_scalars(unit.detail)))
+        records = _flag_records(unit, texts, why) if unit.kind == "flag" else [
+            _record(unit, mu.table, mu.record_id, mu.action, texts, why)
+            for mu in unit.mutations
+            if mu.table != "memctl_review"  # an operator's settlement of a pair: the unit's summary says it
+        ]
+        rule = str(unit.detail.get(RULE) or _rule_of(unit.reason)) if unit.kind == "contradiction" else ""
+        out.append(Entry(kind=ENTRY_KINDS[unit.kind], summary=unit.reason, records=tuple(records), rule=rule))
     return out
+
+
+def _flag_records(unit: Unit, texts: Mapping[str, str], why: Mapping[str, str]) -> list[RecordText]:
+    """Return a flagged pair's notes as A and B, in the order `memctl review` lists them."""
+    notes = [str(n).lower() for n in unit.detail.get("notes") or [mu.record_id for mu in unit.mutations if mu.action == "check"]]
+    flag_skip = next((why.get(mu.record_id.lower(), "") for mu in unit.mutations if mu.table == "memctl_review"), "")
+    return [
+        RecordText(label, "AIAgentNote", note_id, "check", str(texts.get(note_id, "")), skipped=why.get(note_id, "") or flag_skip)
+        for label, note_id in zip(("A", "B"), notes)
+    ]
 
 
 def _record(unit: Unit, table: str, record_id: str, action: str, texts: Mapping[str, str], why: Mapping[str, str], reason: str = "") -> RecordText:
@@ -198,10 +202,6 @@ def _record(unit: Unit, table: str, record_id: str, action: str, texts: Mapping[
 def _rule_of(reason: str) -> str:
     found = re.search(r"kept (.+)$", reason)
     return found.group(1) if found else ""
-
-
-def _scalars(detail: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in detail.items() if k != TEXTS and isinstance(v, (str, int, float, bool))}
 
 
 # --- entries of a finished run, from its change log -------------------------------------------------

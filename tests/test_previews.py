@@ -246,3 +246,16 @@ def test_us17_make_demo_prints_commands_that_run_as_printed(tmp_path: Path) -> N
         ran = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0, f"{command}\n{ran.stdout}{ran.stderr}"
         assert ran.stdout.strip()
+
+
+def test_us17_markdown_shows_untrusted_text_inert(db: Db) -> None:
+    store = Store(db.engine)
+    agent = store.agent()
+    hostile = "Ana <script>x</script> [click](https://evil.example) **bold** `code` \x1b[2J\u202egnp.exe"
+    store.note(hostile, AgentID=agent, ExpiresAt=NOW - days(1))
+    md = cli(db, "archive", "--dry-run", "--format", "markdown")
+    assert md.exit_code == 0, md.output
+    assert "\x1b" not in md.stdout and "\u202e" not in md.stdout
+    # rendered, it reads as the text itself: \x1b and \u202e shown as escapes, no tag, link or emphasis
+    expected = r"  - text: Ana \<script>x\</script> \[click\](https://evil.example) \*\*bold\*\* \`code\` \\x1b\[2J\\u202egnp.exe"
+    assert expected + "\n" in md.stdout
