@@ -199,8 +199,6 @@ class ConsoleReporter:
             err.print(message, markup=False)
 
 
-
-
 def render_report(report: RunReport, as_json: bool, quiet: bool, fmt: str = "text") -> None:
     """Print a run report and exit with its code."""
     code = report.exit_code

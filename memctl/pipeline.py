@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from memctl import lock as leases
+from memctl import preview
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
 from memctl.phases.base import Overlay, Phase, PhaseContext
 from memctl.plan import PhasePlan, Plan
-from memctl import preview
 from memctl.preview import Entry
 from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder
 from memctl.records import note_record
