@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
+DEMO_DIR ?= demo
+
 demo: $(STAMP)
-	$(VENV)/bin/memctl demo --dir demo
+	$(VENV)/bin/memctl demo --dir $(DEMO_DIR)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -123,13 +123,21 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
     """Put back every record a run changed (a recorded run itself)."""
     from memctl.undo import UndoPhase
 
-    if not UUID_RE.match(run_id.strip()):
-        raise UsageError(f"RUN_ID must be a run's full ID (see `memctl runs list`), got {run_id!r}")
     engine = engine or open_store(settings)
-    _require_finished_run(engine, run_id.strip().lower())
-    _require_known_actions(engine, run_id.strip().lower())
+    run_id = find_run(engine, run_id)
+    _require_finished_run(engine, run_id)
+    _require_known_actions(engine, run_id)
     ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
-    return execute(ctx, "memctl undo", [UndoPhase(run_id.strip(), force)], dry_run=dry_run, run_name=f"memctl undo {run_id.strip().lower()}")
+    return execute(ctx, "memctl undo", [UndoPhase(run_id, force)], dry_run=dry_run, run_name=f"memctl undo {run_id}")
+
+
+def find_run(engine: Engine, run_id: str) -> str:
+    """Return the full ID of the run `run_id` names (its ID or a unique prefix of at least 4 characters)."""
+    from memctl.runs import resolve_run_id
+    from memctl.store.engine import read
+
+    with read(engine) as conn:
+        return resolve_run_id(conn, run_id)
 
 
 def review_list(settings: Settings, engine: Optional[Engine] = None) -> list[ReviewItem]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,13 +17,12 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
-from rich.tree import Tree
 
 from memctl import api, stopping
 from memctl.errors import MemctlError, UsageError
 from memctl.pipeline import RunReport
+from memctl.render import SafeConsole
 from memctl.settings import Settings, resolve
 
 app = typer.Typer(
@@ -63,27 +61,6 @@ _STATE = State()
 def _state() -> State:
     """Return this invocation's state (reset by the top-level callback on every invocation)."""
     return _STATE
-
-
-# Control characters, C1 codes and bidi overrides: what could drive or disguise a terminal.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def printable(text: str) -> str:
-    """Return `text` with every terminal control character shown as an escape (\\x1b...)."""
-    return _UNPRINTABLE.sub(_escaped, text)
-
-
-class SafeConsole(Console):
-    """Print untrusted text (note contents, LLM replies, file contents) as text: no markup, no escapes."""
-
-    def render_str(self, text: str, **kwargs: Any) -> Any:
-        return super().render_str(printable(text), **kwargs)
 
 
 out = SafeConsole(highlight=False, soft_wrap=True, markup=False)
@@ -178,6 +155,10 @@ Replan = Annotated[
         help="Plan every partition, even those unchanged since a run found nothing to do in them (replan; answers still come from the verdict cache).",
     ),
 ]
+Format = Annotated[
+    str,
+    typer.Option("--format", help="text (default) or markdown: a report for cron mail or a ticket, with every text (dry-run: what would change).", metavar="FORMAT"),
+]
 MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask the judge about at most N uncached pairs (max_pairs, default 50).", metavar="N")]
 
 
@@ -246,36 +227,35 @@ class ConsoleReporter:
             err.print(message, markup=False)
 
 
-MAX_ROWS = 200
-RECORD_LABELS = {"AIAgentNote": "note", "AIAgentExample": "example", "memctl_review": "review"}
-
-
-def render_report(report: RunReport, as_json: bool, quiet: bool) -> None:
+def render_report(report: RunReport, as_json: bool, quiet: bool, fmt: str = "text") -> None:
     """Print a run report and exit with its code."""
     code = report.exit_code
     if as_json:
-        out.print_json(json.dumps(report.to_dict(), default=str))
+        out.print_json(json.dumps(report.to_dict(entries=True), default=str))
     elif not (quiet and code == 0):
+        if fmt == "markdown":
+            from memctl.report import from_run_report, markdown
+
+            sys.stdout.write(markdown(from_run_report(report)))
+            raise typer.Exit(code)
         if report.status == "dry-run":
+            from memctl.render import print_preview
+
             for phase in report.phases:
-                _render_plan_table(phase)
+                print_preview(out, phase)
         _render_summary(report)
     raise typer.Exit(code)
 
 
-def _render_plan_table(phase: Any) -> None:
-    table = Table(title=f"{phase.step_name} ({phase.phase}): {phase.message or phase.outcome}", title_justify="left")
-    table.add_column("record", no_wrap=True, min_width=44)
-    table.add_column("action")
-    table.add_column("reason", overflow="fold")
-    for kind, record, action, reason in phase.rows[:MAX_ROWS]:
-        table.add_row(f"{RECORD_LABELS.get(kind, kind)} {record}", action, reason)
-    if len(phase.rows) > MAX_ROWS:
-        table.caption = f"... and {len(phase.rows) - MAX_ROWS} more (use --plan-out for all of them)"
-    if phase.rows or phase.outcome == "failed":
-        out.print(table)
-    if phase.error:
-        out.print(f"  failed: {phase.error}", markup=False)
+def _shortened(text: str, limit: int) -> str:
+    """Return `text` cut to `limit` characters with a visible ellipsis (never silently)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in ("text", "markdown"):
+        raise typer.BadParameter("must be text or markdown", param_hint="--format")
+    return fmt
 
 
 def _render_summary(report: RunReport) -> None:
@@ -287,12 +267,16 @@ def _render_summary(report: RunReport) -> None:
         table.add_row(p.step_name, p.outcome, changed, str(len(p.skipped)) if p.skipped else "", p.error or p.message)
     if report.phases:
         out.print(table)
-    for record, why in report.phases and [s for p in report.phases for s in p.skipped][:20] or []:
+    skipped = [s for p in report.phases for s in p.skipped]
+    for record, why in skipped[:20]:
         out.print(f"  skipped {record}: {why}", markup=False)
+    if len(skipped) > 20:
+        out.print(f"  ... and {len(skipped) - 20} more skipped (--json or --format markdown lists them)", markup=False)
     out.print(report.message, markup=False)
 
 
-def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport], metrics_file: Optional[Path] = None) -> None:
+def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any], RunReport], metrics_file: Optional[Path] = None, fmt: str = "text") -> None:
+    _check_format(fmt)
     settings = state.settings()
     reporter = ConsoleReporter(state, quiet or as_json)
     with stopping.stop_on_signals(settings.run_deadline_seconds):
@@ -305,7 +289,7 @@ def _run(state: State, as_json: bool, quiet: bool, call: Callable[[Settings, Any
         metrics.write(metrics_file, report)
     if state.log_format == "json":
         err.print(json.dumps({"event": "run", "time": datetime.now(timezone.utc).isoformat(), **report.to_dict()}, default=str), markup=False, soft_wrap=True)
-    render_report(report, as_json, quiet)
+    render_report(report, as_json, quiet, fmt)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -324,11 +308,12 @@ def dream(
     metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Run the nightly pass: consolidate, contradictions, prune, archive (gated, locked, recorded)."""
     _state().flags.update(max_pairs=max_pairs, replan=replan or None)
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r), metrics_file)
+    _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r), metrics_file, fmt)
 
 
 def _phase_command(name: str, doc: str) -> None:
@@ -341,9 +326,10 @@ def _phase_command(name: str, doc: str) -> None:
         metrics_file: MetricsFile = None,
         as_json: AsJson = False,
         quiet: Quiet = False,
+        fmt: Format = "text",
     ) -> None:
         options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-        _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r), metrics_file)
+        _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r), metrics_file, fmt)
 
     command.__doc__ = doc
     command.__name__ = name
@@ -361,11 +347,12 @@ def consolidate(
     metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Merge clusters of similar notes into one note each (phase 1; not gated)."""
     _state().flags["replan"] = replan or None
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "consolidate", options, reporter=r), metrics_file)
+    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "consolidate", options, reporter=r), metrics_file, fmt)
 
 
 @app.command("contradictions")
@@ -380,11 +367,12 @@ def contradictions(
     metrics_file: MetricsFile = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Find contradicting notes and revoke the less authoritative one (phase 2; not gated)."""
     _state().flags.update(max_pairs=max_pairs, replan=replan or None)
     options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "contradictions", options, reporter=r), metrics_file)
+    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "contradictions", options, reporter=r), metrics_file, fmt)
 
 
 _phase_command("prune", "Archive notes whose agent, user, company or conversation is gone (phase 3; not gated).")
@@ -393,22 +381,23 @@ _phase_command("archive", "Archive expired notes and examples, and stale auto-ge
 
 @app.command("apply")
 @guarded
-def apply_command(plan: Path = typer.Argument(..., help="A plan saved with --plan-out.", metavar="PLAN.json"), as_json: AsJson = False, quiet: Quiet = False) -> None:
+def apply_command(plan: Path = typer.Argument(..., help="A plan saved with --plan-out.", metavar="PLAN.json"), as_json: AsJson = False, quiet: Quiet = False, fmt: Format = "text") -> None:
     """Apply a saved plan exactly; actions whose records changed since planning are skipped."""
-    _run(_state(), as_json, quiet, lambda s, r: api.apply_plan(s, str(plan), reporter=r))
+    _run(_state(), as_json, quiet, lambda s, r: api.apply_plan(s, str(plan), reporter=r), fmt=fmt)
 
 
 @app.command()
 @guarded
 def undo(
-    run_id: str = typer.Argument(..., help="The run to reverse (see `memctl runs list`).", metavar="RUN_ID"),
+    run_id: str = typer.Argument(..., help="The run to reverse: its ID or a unique prefix (see `memctl runs list`).", metavar="RUN_ID"),
     dry_run: DryRun = False,
     force: bool = typer.Option(False, "--force", help="Overwrite records changed since the run."),
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Put back every record a run changed (refuses records changed since, unless --force)."""
-    _run(_state(), as_json, quiet, lambda s, r: api.undo(s, run_id, dry_run=dry_run, force=force, reporter=r))
+    _run(_state(), as_json, quiet, lambda s, r: api.undo(s, run_id, dry_run=dry_run, force=force, reporter=r), fmt=fmt)
 
 
 @app.command()
@@ -453,6 +442,8 @@ def orient(as_json: AsJson = False, all_agents: AllAgents = False) -> None:
         agents.add_column(column)
     for agent_id, name, count in view.active_notes_by_agent[:20]:
         agents.add_row(agent_id, name, str(count))
+    if len(view.active_notes_by_agent) > 20:
+        agents.caption = f"... and {len(view.active_notes_by_agent) - 20} more agents (--json lists them all)"
     out.print(agents)
     out.print("active notes by type: " + (", ".join(f"{k} {v}" for k, v in view.active_notes_by_type.items()) or "none"), markup=False)
     out.print(f"partitions with active notes: {view.partitions} (largest: {', '.join(map(str, view.largest_partitions)) or '-'})", markup=False)
@@ -539,36 +530,34 @@ def runs_list(limit: int = typer.Option(20, "--limit", help="How many runs to sh
     for column in ("run", "command", "status", "started", "seconds", "message"):
         table.add_column(column, overflow="fold")
     for r in runs:
-        table.add_row(r["id"], r["name"], r["status"], r["startedAt"] or "", str(r["seconds"] or ""), (r["error"] or r["message"] or "")[:200])
+        table.add_row(r["id"], r["name"], r["status"], r["startedAt"] or "", str(r["seconds"] or ""), _shortened(r["error"] or r["message"] or "", 200))
     out.print(table)
 
 
 @runs_app.command("show")
 @guarded
-def runs_show(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run ID (or a unique prefix)."), as_json: AsJson = False) -> None:
-    """Show a run and its steps, with their input and output data."""
+def runs_show(
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run ID (or a unique prefix of at least 4 characters)."),
+    as_json: AsJson = False,
+    fmt: Format = "text",
+) -> None:
+    """Show a run and its steps, with their input and output data (markdown: what it changed, with the texts)."""
     from memctl.orient import show_run
 
-    run, steps = show_run(api.open_store(_state().settings()), run_id)
+    _check_format(fmt)
+    engine = api.open_store(_state().settings())
+    run, steps = show_run(engine, run_id)
     if as_json:
         out.print_json(json.dumps({"run": run, "steps": [s.to_dict() for s in steps]}, default=str))
         return
-    tree = Tree(f"{run['name']}  {run['status']}  {run['startedAt']}  ({run['id']})")
+    if fmt == "markdown":
+        from memctl.report import from_stored_run, markdown
 
-    def add(node: Tree, step: Any) -> None:
-        branch = node.add(f"{step.number}. {step.name} [{step.step_type}] {step.status}" + (f" - {step.error}" if step.error else ""))
-        if step.input:
-            branch.add("input: " + json.dumps(step.input, default=str))
-        if step.output:
-            branch.add("output: " + json.dumps(step.output, default=str))
-        for child in step.children:
-            add(branch, child)
+        sys.stdout.write(markdown(from_stored_run(engine, run, steps)))
+        return
+    from memctl.render import print_run
 
-    for step in steps:
-        add(tree, step)
-    out.print(tree)
-    if run["message"]:
-        out.print(run["message"], markup=False)
+    print_run(out, run, steps)
 
 
 cache_app = typer.Typer(help="Clear memctl's caches (cached vectors, cached LLM verdicts).", no_args_is_help=True)
@@ -617,7 +606,7 @@ def review_list(ctx: typer.Context, as_json: AsJson = False) -> None:
             shown = f"  [{', '.join(tags)}]" if tags else ""
             out.print(f"  {label} {note.id}  created {note.created_at:%Y-%m-%d}  accessed {note.access_count}x  {note.type}{shown}", markup=False)
             out.print(f"    {note.text}", markup=False)
-        out.print(f"  settle: memctl review resolve {item.id} --keep <A or B>   |   --dismiss (keep both)\n", markup=False)
+        out.print(f"  settle: memctl review resolve {item.id} --keep A   |   --keep B   |   --dismiss (keep both)\n", markup=False)
     out.print(f"{len(items)} pair(s) awaiting review", markup=False)
 
 
@@ -625,25 +614,33 @@ def review_list(ctx: typer.Context, as_json: AsJson = False) -> None:
 @guarded
 def review_resolve(
     pair_id: str = typer.Argument(..., help="The flagged pair (see `memctl review`).", metavar="PAIR_ID"),
-    keep: Optional[str] = typer.Option(None, "--keep", help="The note to keep; the other one is revoked into it.", metavar="NOTE_ID"),
+    keep: Optional[str] = typer.Option(None, "--keep", help="The note to keep: A or B (the pair's first or second note, as `memctl review` lists them) or its ID; the other one is revoked into it.", metavar="A|B|NOTE_ID"),
     dismiss: bool = typer.Option(False, "--dismiss", help="Keep both notes and close the flag."),
     dry_run: DryRun = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    fmt: Format = "text",
 ) -> None:
     """Settle a flagged pair: keep one note (the other is revoked) or dismiss the flag (recorded; undoable)."""
-    _run(_state(), as_json, quiet, lambda s, r: api.review_resolve(s, pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run, reporter=r))
+    _run(_state(), as_json, quiet, lambda s, r: api.review_resolve(s, pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run, reporter=r), fmt=fmt)
 
 
 @app.command("import")
 @guarded
 def import_command(
-    file: Path = typer.Argument(..., help="JSON lines in MJ field names (see README).", metavar="FILE.jsonl"),
+    file: Path = typer.Argument(..., help="JSON lines in MJ field names: README.md, section 'Import format'.", metavar="FILE.jsonl"),
     drop_unknown_columns: bool = typer.Option(
         False, "--drop-unknown-columns", help="Leave out columns the target's tables lack (default: stop, naming the column)."
     ),
 ) -> None:
-    """Import records (all or nothing; a bad line is reported with its number)."""
+    """Import records (all or nothing; a bad line is reported with its number).
+
+    One JSON object a line: "kind" (company, user, conversation, agent, note_type, note, example,
+    run, run_step) and MJ column names, e.g. {"kind": "note", "AgentID": "...", "Note": "...",
+    "IsAutoGenerated": true}. Missing columns take their defaults; a note without IsAutoGenerated
+    is manual, and memctl never changes a manual note. The README's section 'Import format'
+    describes every field with an example.
+    """
     from memctl.transfer import import_records
 
     settings = _state().settings()

@@ -9,6 +9,10 @@ manual, Protected and Immutable notes that must survive.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -163,6 +167,34 @@ def seed(engine: Any, now: datetime) -> int:
     return len(rows["AIAgentNote"])
 
 
+def command_prefix(argv0: Optional[str] = None) -> str:
+    """Return a shell command that runs this memctl again from the current directory.
+
+    `make demo` runs `.venv/bin/memctl`, which is not on the PATH: the commands the demo prints
+    must name it as it was run. A `memctl` found first on the PATH is called by its name;
+    anything else (python -m memctl, a test runner) by this interpreter's `-m memctl`.
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    name = os.path.basename(argv0)
+    if name == "memctl" and os.path.exists(argv0):
+        found = shutil.which(name)
+        if found and os.path.samefile(found, argv0):
+            return name
+        return shlex.quote(argv0)
+    return f"{shlex.quote(sys.executable)} -m memctl"
+
+
+def follow_up_commands(memctl: str, run_id: str) -> list[str]:
+    """Return the commands the demo suggests, each runnable as printed."""
+    return [
+        f"{memctl} runs show {run_id}",
+        f"{memctl} runs show {run_id[:8]} --format markdown   # a report for mail or a ticket",
+        f"{memctl} orient",
+        f"{memctl} review        # contradictions flagged for a human",
+        f"{memctl} undo {run_id[:8]} --dry-run",
+    ]
+
+
 def run_demo(directory: Path, console: Optional[Console]) -> RunReport:
     """Create `directory/memctl.db`, seed it, show it, dream it, show what changed."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -176,21 +208,20 @@ def run_demo(directory: Path, console: Optional[Console]) -> RunReport:
     say = console.print if console is not None else (lambda *a, **k: None)
     say(f"Seeded {db_path} with {count} notes and 4 examples (agents, users, companies, conversations, planted problems).", markup=False)
     say("\n--- dry-run: what the dream would do ---", markup=False)
-    from memctl.cli import _render_plan_table
+    from memctl.render import print_preview
 
     preview = api.dream(settings, api.RunOptions(dry_run=True), engine=engine)
     if console is not None:
         for phase in preview.phases:
-            _render_plan_table(phase)
+            print_preview(console, phase)
     say("\n--- dream ---", markup=False)
     report = api.dream(settings, engine=engine)
     for phase in report.phases:
         say(f"{phase.step_name}: {phase.outcome}; {phase.applied} changed" + (f"; {phase.error}" if phase.error else "") + (f" ({phase.message})" if phase.message else ""), markup=False)
-    say(f"\nrun {report.run_id}: {report.status}. See it with:", markup=False)
-    say(f"  memctl --db-url sqlite:///{db_path.as_posix()} runs show {report.run_id}", markup=False)
-    say(f"  memctl --db-url sqlite:///{db_path.as_posix()} orient", markup=False)
-    say(f"  memctl --db-url sqlite:///{db_path.as_posix()} review        # contradictions flagged for a human", markup=False)
-    say(f"  memctl --db-url sqlite:///{db_path.as_posix()} undo {report.run_id} --dry-run", markup=False)
+    say(f"\nrun {report.run_id}: {report.status}. See it with (from this directory):", markup=False)
+    memctl = f"{command_prefix()} --db-url {shlex.quote(f'sqlite:///{db_path.as_posix()}')}"
+    for command in follow_up_commands(memctl, str(report.run_id)):
+        say(f"  {command}", markup=False)
     from memctl.verify import verify
 
     breaches = verify(engine)

@@ -15,6 +15,7 @@ from memctl.agent import require_agent
 from memctl.errors import UsageError
 from memctl.gate import check_gate
 from memctl.records import note_record
+from memctl.runs import resolve_run_id
 from memctl.settings import Settings
 from memctl.similarity import partition_key
 from memctl.store import models as m
@@ -131,11 +132,7 @@ class StepView:
 def show_run(engine: Engine, run_id: str) -> tuple[dict[str, Any], list[StepView]]:
     """Return a run and its steps as a tree (children under their parent step)."""
     with read(engine) as conn:
-        run = conn.execute(sa.select(m.run).where(sa.cast(m.run.c.ID, sa.String).like(f"{run_id.lower()}%") if len(run_id) < 36 else m.run.c.ID == run_id)).mappings().all()
-        if not run:
-            raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
-        if len(run) > 1:
-            raise UsageError(f"run prefix {run_id} is ambiguous; give more characters")
+        run = conn.execute(sa.select(m.run).where(m.run.c.ID == resolve_run_id(conn, run_id))).mappings().all()
         steps = conn.execute(sa.select(m.run_step).where(m.run_step.c.AgentRunID == run[0]["ID"]).order_by(m.run_step.c.StepNumber)).mappings().all()
     views = {str(s["ID"]): StepView(
         str(s["ID"]), s["StepNumber"], s["StepName"], s["StepType"], s["Status"],

@@ -16,10 +16,12 @@ from typing import Any, Optional, Sequence
 from memctl import lock as leases
 from memctl.agent import agent_id, require_agent
 from memctl import stopping
+from memctl import preview
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
 from memctl.phases.base import Overlay, Phase, PhaseContext
 from memctl.plan import PhasePlan, Plan
+from memctl.preview import Entry
 from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder
 from memctl.records import note_record
 from memctl.store import models as m
@@ -52,9 +54,11 @@ class PhaseReport:
     error: Optional[str] = None
     rows: list[tuple[str, str, str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    #: the changes with their texts (memctl.preview); in --json, never in the run record
+    entries: list[Entry] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, entries: bool = False) -> dict[str, Any]:
+        out = {
             "phase": self.phase,
             "step": self.step_name,
             "outcome": self.outcome,
@@ -67,6 +71,9 @@ class PhaseReport:
             "error": self.error,
             "seconds": round(self.seconds, 3),
         }
+        if entries:
+            out["changes"] = [e.to_dict() for e in self.entries]
+        return out
 
 
 @dataclass
@@ -95,7 +102,8 @@ class RunReport:
             return 1
         return 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, entries: bool = False) -> dict[str, Any]:
+        """Return the report as JSON data; `entries` adds every change with its texts (for --json)."""
         return {
             "command": self.command,
             "status": self.status,
@@ -103,7 +111,7 @@ class RunReport:
             "message": self.message,
             "runId": self.run_id,
             "gate": self.gate,
-            "phases": [p.to_dict() for p in self.phases],
+            "phases": [p.to_dict(entries) for p in self.phases],
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
             "stuckLease": self.stuck_lease,
@@ -346,6 +354,7 @@ def _run_phase(
     phase_plan: Optional[PhasePlan] = None
     try:
         phase_plan = phase.plan(ctx, overlay)
+        preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
         plan.phases.append(phase_plan)
         report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message
         report.rows = phase_plan.rows()
@@ -354,12 +363,14 @@ def _run_phase(
         if dry_run:
             simulate(phase_plan, overlay)
             report.outcome = phase_plan.outcome
+            report.entries = preview.entries(phase_plan)
         else:
             outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
             record_applied(phase_plan, outcomes, overlay)
             _count_applied(report, outcomes)
             if phase_plan.all_or_nothing and report.skipped:
                 raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
+            report.entries = preview.entries(phase_plan, report.skipped)
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
             _record_children(recorder, phase_plan, outcomes, step_id)
         report.seconds = time.monotonic() - started

@@ -115,7 +115,9 @@ class Unit:
     """The mutations of one transaction.
 
     An atomic unit applies entirely or not at all; a non-atomic one (a batch of independent
-    archivals) skips only the rows that changed since planning.
+    archivals) skips only the rows that changed since planning. `detail` is display data that
+    apply never reads: counts, the deciding rule, and each touched record's text ("texts",
+    memctl.preview), so a saved plan shows what it previewed.
     """
 
     kind: str

@@ -160,10 +160,14 @@ def find_review(engine: Engine, pair_id: str) -> ReviewItem:
 
 
 def _pick_note(item: ReviewItem, note_id: str) -> ReviewNote:
+    """Return the note `--keep` names: A or B (the pair's first or second note, as `memctl review` lists them) or a note ID (prefix)."""
     wanted = note_id.strip().lower()
-    matches = [i for i in (item.note_a_id, item.note_b_id) if len(wanted) >= MIN_PREFIX and i.startswith(wanted)]
+    if wanted in ("a", "b"):
+        matches = [item.note_a_id if wanted == "a" else item.note_b_id]
+    else:
+        matches = [i for i in (item.note_a_id, item.note_b_id) if len(wanted) >= MIN_PREFIX and i.startswith(wanted)]
     if len(matches) != 1:
-        raise UsageError(f"--keep {note_id}: not one of pair {item.id}'s notes ({item.note_a_id}, {item.note_b_id})")
+        raise UsageError(f"--keep {note_id}: not one of pair {item.id}'s notes: give A ({item.note_a_id}) or B ({item.note_b_id})")
     kept = item.note_a if matches[0] == item.note_a_id else item.note_b
     if kept is None:
         raise UsageError(f"note {matches[0]} no longer exists; dismiss the pair instead (--dismiss)")
@@ -177,7 +181,7 @@ def settlement_plan(engine: Engine, item: ReviewItem, keep: Optional[str], dismi
     the guards re-check the rows when the plan is applied.
     """
     if dismiss == (keep is not None):
-        raise UsageError("give exactly one of --keep NOTE_ID (revoke the other note) or --dismiss (keep both)")
+        raise UsageError("give exactly one of --keep A|B|NOTE_ID (revoke the other note) or --dismiss (keep both)")
     if item.status != "Open":
         raise UsageError(f"pair {item.id} is already {item.status}" + (f" (kept note {item.kept_note_id})" if item.kept_note_id else ""))
     r = m.review

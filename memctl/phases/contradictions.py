@@ -409,6 +409,7 @@ def _revocation(pair: Candidate, reply: ContradictionReply, decided: Authority) 
         detail={
             "winner": winner.id,
             "loser": loser.id,
+            "rule": decided.rule,
             "type": reply.contradictionType,
             "confidence": reply.confidence,
             "similarity": round(pair.similarity, 4),
