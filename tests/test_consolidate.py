@@ -131,7 +131,8 @@ def assert_consolidated(db: Db, sources: list[str], new: dict[str, Any]) -> None
     assert sorted(json.loads(new["DerivedFromNoteIDs"])) == sorted(str(s).lower() for s in sources)
     assert scope_of(new) == scope_of(rows[0])
     assert f"Consolidated from {len(sources)} notes: " in new["Comments"]
-    assert new["__mj_CreatedAt"] == NOW and new["__mj_UpdatedAt"] == NOW
+    # issue 13: the fact date is the newest source's, so the authority rule reads the facts' age
+    assert new["__mj_CreatedAt"] == max(r["__mj_CreatedAt"] for r in rows) and new["__mj_UpdatedAt"] == NOW
 
 
 # --- US1 acceptance scenarios -----------------------------------------------------------------
@@ -767,8 +768,8 @@ def test_a_note_created_in_a_stored_vector_partition_keeps_the_partition_on_the_
     base = [1.0, 0.0, 0.0, 0.0]
     vectors = [[1.0, 0.05, 0.0, 0.0], [1.0, 0.0, 0.05, 0.0], [1.0, 0.0, 0.0, 0.05]]
     sources = [
-        store.note(f"note {i}", AgentID=agent, UserID=user, age_days=10 - i, EmbeddingModelID=model_id, EmbeddingVector=json.dumps(v))
-        for i, v in enumerate(vectors)
+        store.note(text, AgentID=agent, UserID=user, age_days=10 - i, EmbeddingModelID=model_id, EmbeddingVector=json.dumps(v))
+        for i, (text, v) in enumerate(zip(["Likes tea.", "Likes tea with milk.", "Likes tea in the morning."], vectors))
     ]
     other = store.note("another fact", AgentID=agent, UserID=user, EmbeddingModelID=model_id, EmbeddingVector=json.dumps([0.0, 1.0, 0.0, 0.0]))
     settings = {"embed_provider": "stored", "embed_model": model_id}

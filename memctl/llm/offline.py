@@ -17,6 +17,7 @@ Absorption
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from typing import Sequence
 
 from pydantic import BaseModel
@@ -35,13 +36,15 @@ from memctl.llm.offline_merge import (
 from memctl.llm.offline_text import _terminated, analyse, covers, note_sentences, split_sentences
 from memctl.llm.replies import AbsorptionReply, ConsolidatedNote, ConsolidationReply, ContradictionReply
 from memctl.records import NoteRecord
+from memctl.subjects import NoteText, compatible_groups, synthesis_problem
+from memctl.temporal import normalise
 
 __all__ = ["MAX_CONTENT_CHARS", "MODEL", "OfflineJudge", "analyse", "covers", "split_sentences"]
 
 MODEL = "memctl-offline-v1"
 
 #: bump the version of a kind whenever its rules change: it invalidates cached verdicts
-RULES_VERSION = {"consolidate": "extractive-1", "contradiction": "rules-1", "absorb": "containment-1"}
+RULES_VERSION = {"consolidate": "extractive-2", "contradiction": "rules-1", "absorb": "containment-1"}
 
 NO_RULE_CONFIDENCE = 0.3
 COVERED_EXACT_CONFIDENCE = 0.95
@@ -73,11 +76,15 @@ class OfflineJudge:
         if len(notes) < 2:
             return _declined("Fewer than 2 notes.")
         ordered = order_notes(notes)
+        texts = {n.id: NoteText(n.note, partial(normalise, reference=n.created_at)) for n in ordered}
+        groups, reasons = compatible_groups(ordered, lambda n: texts[n.id])
+        if len(groups) > 1:
+            return _declined(f"Not merged: {reasons[0]}. Each note keeps its own date and access count for the contradiction rule.")
         merge = merge_sentences(ordered)
         if merge.undecided:
             return _declined(f"Not merged: {merge.undecided.reason()} Neither note has authority; left for review.")
         content = " ".join(_terminated(sentence.text) for sentence, _ in merge.kept)
-        refusal = _refusal(content)
+        refusal = _refusal(content) or synthesis_problem(content, list(texts.values()))
         if refusal:
             return _declined(refusal)
         note = ConsolidatedNote(type=choose_type(ordered), content=content, confidence=MERGE_CONFIDENCE)
