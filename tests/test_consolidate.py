@@ -517,13 +517,40 @@ def test_a_low_confidence_merge_is_declined_and_cached(db: Db) -> None:
 
 
 def test_a_failed_call_leaves_the_cluster_and_is_recorded(db: Db) -> None:
+    """One cluster's call fails, another's succeeds: a partial failure, counted, exit 0, retried next run."""
+    store = Store(db.engine)
+    agent = store.agent()
+    failing = topic(store, TOPIC[:3], AgentID=agent, UserID=store.user("Bob"))
+    working = topic(store, TOPIC[:3], AgentID=agent, UserID=store.user("Carol"))
+    bad = {i.lower() for i in failing}
+
+    def responder(body: dict) -> Reply:
+        if {n["id"] for n in notes_from_request(body)} & bad:
+            return Reply.error(500, "model crashed")
+        return Reply.json(reply_for(body))
+
+    with stub_server(responder=responder) as stub:
+        report = consolidate(db, **llm(stub, llm_max_retries=0))
+    assert report.exit_code == 0 and all(store.status(n) == "Active" for n in failing)
+    assert all(store.status(n) == "Revoked" for n in working)
+    out = report.phases[0].output
+    assert out["failedReplies"] == 1 and out["questionsAsked"] == 2 and out["clustersFailed"] == 1
+    children = steps(db, report.run_id, child=True)
+    [child] = [c for c in children if c["output"]["verdict"] == "failed"]
+    assert "HTTP 500" in child["ErrorMessage"] and child["Success"] is False
+
+
+def test_an_outage_fails_the_consolidate_phase(db: Db) -> None:
+    """Issue 13: every question failed (HTTP 500 here) -> the phase failed, exit 1, nothing changed."""
     store = Store(db.engine)
     sources = topic(store, TOPIC[:3], AgentID=store.agent())
     with stub_server(responder=lambda body: Reply.error(500, "model crashed")) as stub:
         report = consolidate(db, **llm(stub, llm_max_retries=0))
-    assert report.exit_code == 0 and all(store.status(n) == "Active" for n in sources)
-    [child] = steps(db, report.run_id, child=True)
-    assert child["output"]["verdict"] == "failed" and "HTTP 500" in child["ErrorMessage"] and child["Success"] is False
+    assert report.exit_code == 1 and report.phases[0].outcome == "failed"
+    assert "every judge question failed (1)" in (report.phases[0].error or "")
+    assert all(store.status(n) == "Active" for n in sources)
+    [step] = steps(db, report.run_id, child=False)
+    assert step["Status"] == "Failed" and step["output"]["failedReplies"] == 1
 
 
 # --- protection tiers, chains -----------------------------------------------------------------

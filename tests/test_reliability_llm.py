@@ -264,6 +264,7 @@ def test_an_unreachable_llm_fails_the_llm_phases_cleanly_and_the_others_still_ru
     assert report.exit_code == 1 and report.status == "failed"
     by_phase = {p.phase: p for p in report.phases}
     assert by_phase["consolidate"].output["clustersFailed"] == 3 and by_phase["consolidate"].applied == 0
+    assert by_phase["consolidate"].outcome == "failed"  # issue 13: an outage is a failure in both LLM phases
     assert by_phase["contradictions"].outcome == "failed" and "every judge call failed" in (by_phase["contradictions"].error or "")
     assert by_phase["prune"].outcome == "done" and by_phase["prune"].applied == 1
     after = end_state(db.engine)

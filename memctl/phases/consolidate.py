@@ -216,6 +216,8 @@ class AbsorptionCase:
 class Tally:
     calls: int = 0
     cache_hits: int = 0
+    asked: int = 0
+    failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     #: notes of a cluster left out of its merge: another subject, a conflicting value, contested
@@ -224,6 +226,8 @@ class Tally:
     apart_reasons: list[str] = field(default_factory=list)
 
     def add(self, stats: AskStats) -> None:
+        self.asked += stats.asked
+        self.failed += stats.failed
         self.calls += stats.calls
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
@@ -375,6 +379,13 @@ class ConsolidatePhase:
         )
         if tally.apart_reasons:
             out["keptApartReasons"] = tally.apart_reasons[:10]
+        if tally.asked and tally.failed == tally.asked:
+            # an outage (unreachable, refused, every reply invalid) is a failure, not "done, N failed" (issue 13)
+            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
+                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error), ""
+            )
+            plan.outcome = "failed"
+            plan.error = f"every judge question failed ({tally.failed}); first: {first}"
         return plan
 
     # --- clusters --------------------------------------------------------------------------
@@ -753,6 +764,8 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "absorptionsDeferred": deferred,
         "notesAbsorbed": absorbed,
         "llmCalls": tally.calls,
+        "questionsAsked": tally.asked,
+        "failedReplies": tally.failed,
         "cacheHits": tally.cache_hits,
         "promptTokens": tally.prompt_tokens,
         "completionTokens": tally.completion_tokens,

@@ -2,7 +2,9 @@
 
 Runs on the state the consolidate phase left. Candidates are unordered pairs of Active notes of
 one partition whose cosine reaches the embedder's contradiction threshold, except pairs of two
-notes this run's consolidation created and pairs an operator already has under review
+notes this run's consolidation created that the authority rule cannot settle (a consolidated
+note carries its newest source's date, so most such pairs are judged the same night) and pairs
+an operator already has under review
 (memctl_review holds one row per pair, whatever its status).
 
 Pairs are ordered: those touching a note created or updated since the last completed maintenance
@@ -238,7 +240,9 @@ class ContradictionPhase:
             threshold = thresholds.setdefault(partition.model, index.thresholds(partition.model)[1])
             for i, j, similarity in pairs(partition.vectors, threshold):
                 a, b = partition.notes[i], partition.notes[j]
-                if a.id in overlay.created_by_run and b.id in overlay.created_by_run:
+                if a.id in overlay.created_by_run and b.id in overlay.created_by_run and authority(a, b) is None:
+                    # two notes this run created that the rule cannot settle: a flag would only
+                    # repeat a conflict of their sources; settleable pairs are judged (issue 13)
                     skipped_created += 1
                     unsettled.add(key)
                 elif _ordered(a.id, b.id) in under_review:
