@@ -150,7 +150,7 @@ Replan = Annotated[
         help="Plan every partition, even those unchanged since a run found nothing to do in them (replan; answers still come from the verdict cache).",
     ),
 ]
-MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask the judge about at most N uncached pairs (max_pairs, default 50).", metavar="N")]
+MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask an LLM judge at most N uncached contradiction pairs and N absorption checks per run (max_pairs; default 50). The offline judge makes no LLM calls and is bounded by offline_max_pairs instead (MEMCTL_OFFLINE_MAX_PAIRS, default 5000).", metavar="N")]
 
 
 @app.callback()

@@ -627,14 +627,17 @@ class ConsolidatePhase:
         return found
 
     def _ask_absorptions(self, ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
-        """Ask the absorption questions: every cached one, and at most `max_pairs` new ones."""
+        """Ask the absorption questions: every cached one, and at most the judge's pair budget of new ones."""
+        from memctl.phases.contradictions import pair_budget
+
+        budget = pair_budget(ctx, judge)
         keys = [question_key(judge, c.question) for c in found]
         cached = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
         chosen, fresh = [], 0
         for case, key in zip(found, keys, strict=True):
             if key in cached:
                 chosen.append(case)
-            elif fresh < ctx.settings.max_pairs:
+            elif fresh < budget:
                 chosen.append(case)
                 fresh += 1
         answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)

@@ -484,10 +484,11 @@ def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
 
 
 def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
-    """Return how many uncached pairs may be judged this run.
+    """Return how many uncached pairs (or absorption checks) may be judged this run.
 
-    `max_pairs` bounds LLM calls (FR: at most 50 per run by default). The offline rules judge
-    makes no calls, so it gets the larger `offline_max_pairs`, which only bounds CPU time.
+    `max_pairs` (--max-pairs) bounds an LLM judge's calls (FR: at most 50 per run by default).
+    The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
+    bounds CPU time; --max-pairs does not change it (the option's help and the README say so).
     """
     from memctl.llm.offline import OfflineJudge
 
