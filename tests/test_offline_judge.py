@@ -264,12 +264,12 @@ def test_a_sentence_that_says_more_replaces_the_one_it_contains():
 def test_relative_dates_are_resolved_against_each_note_own_created_date():
     from memctl.temporal import find_relative, normalise
 
-    first, second = note("Met the team yesterday.", id="a"), note("Demo is tomorrow.", id="b", days=20)
+    first, second = note("User met the team yesterday.", id="a"), note("User has a demo tomorrow.", id="b", days=20)
     reply = merged(first, second)
     content = reply.consolidatedNote.content
     assert reply.shouldConsolidate and not find_relative(content)
-    assert normalise("Met the team yesterday.", first.created_at) in content
-    assert normalise("Demo is tomorrow.", second.created_at).rstrip(".") in content
+    assert normalise("User met the team yesterday.", first.created_at) in content
+    assert normalise("User has a demo tomorrow.", second.created_at).rstrip(".") in content
 
 
 def test_the_same_relative_words_on_different_days_are_two_values():
@@ -309,7 +309,8 @@ def test_a_contradiction_without_authority_is_not_merged():
 
 
 def test_a_merge_over_the_length_cap_is_refused_not_truncated():
-    notes = [note(f"fact {chr(97 + i)}: " + " ".join(f"word{i}x{j}" for j in range(40)), id=f"n{i}", days=i) for i in range(8)]
+    words = lambda i: " ".join(f"w{chr(97 + i)}{chr(97 + j % 26)}{chr(97 + j // 26)}" for j in range(52))  # noqa: E731
+    notes = [note(f"fact {chr(97 + i)}: " + words(i), id=f"n{i}", days=i) for i in range(8)]
     assert sum(len(n.note) for n in notes) > MAX_CONTENT_CHARS
     reply = merged(*notes)
     assert not reply.shouldConsolidate and reply.consolidatedNote is None
