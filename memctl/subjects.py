@@ -39,7 +39,7 @@ from difflib import SequenceMatcher
 from typing import Callable, Optional, Sequence, TypeVar
 
 from memctl.llm.offline_judge import EXCLUSIVE_SETS, find_conflict, read_facts
-from memctl.llm.offline_text import _NOT, Sentence, _stem, analyse, split_sentences
+from memctl.llm.offline_text import _NOT, _PREPOSITIONS, Sentence, _stem, analyse, split_sentences
 
 T = TypeVar("T")
 
@@ -50,8 +50,10 @@ TEMPLATE_MIN_WORDS = 2
 DENIAL_SHARE = 0.33
 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019]*(?:[-@./:+_#][A-Za-z0-9]+)*|#\d+")
+#: prepositions swapped by a paraphrase ("as a spreadsheet" / "in spreadsheet form")
+_LINKS = _PREPOSITIONS | {"as"}
 #: a "Label:" preamble ("Confirmed:", "Noted again:") says who or when, not what: left out of the comparison
-_PREAMBLE = re.compile(r"^\s*[A-Za-z]+(?: [A-Za-z]+){0,3}:\s+")
+_PREAMBLE = re.compile(r"^\s*[A-Za-z]+(?: [A-Za-z0-9-]+){0,6}:\s+")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DIGIT = re.compile(r"\d")
 #: openers that name no one in particular (lower-cased, possessive dropped)
@@ -172,7 +174,8 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     corndogs"). Whatever the share, these are different values too: a negation on one
     side only with a share of DENIAL_SHARE of the shorter sentence ("no band playing" / "a band is
     performing"), members of different groups of one exclusive set ("empty" / "full"), and the
-    same words in another order ("the turtle follows the fish" / "the fish follows the turtle").
+    same words in another order when no clause moved whole ("the turtle follows the fish" / "the
+    fish follows the turtle"). Swapped prepositions alone are a paraphrase.
     Pure additions are elaborations ("weekly" / "weekly by email").
     """
     a, b = _body(a), _body(b)
@@ -180,10 +183,11 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     y = [w for w in b.signed if w not in _FREE_WORDS]
     if not x or not y or x == y:
         return None
-    if sorted(x) == sorted(y):
-        return " ".join(x), " ".join(y)  # the same words in another order: roles swapped
     matcher = SequenceMatcher(a=x, b=y, autojunk=False)
-    common = sum(block.size for block in matcher.get_matching_blocks())
+    blocks = matcher.get_matching_blocks()
+    common = sum(block.size for block in blocks)
+    if sorted(x) == sorted(y) and max(block.size for block in blocks) < len(x) / 2:
+        return " ".join(x), " ".join(y)  # the same words in another order, not a moved clause: roles swapped
     if not common:
         return None
     plain_x, plain_y = [w for w in x if w != _NOT], [w for w in y if w != _NOT]
@@ -198,7 +202,7 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     replaces = [(x[i1:i2], y[j1:j2], i2 < len(x) and j2 < len(y)) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op == "replace"]
     only = len(replaces) == 1 and len(x) == len(y) == common + 1
     for left, right, inner in replaces:
-        if _synonyms(left, right):
+        if _synonyms(left, right) or set(left) | set(right) <= _LINKS:
             continue
         if only or inner or min(len(left), len(right)) == 1 or (_value_like(left, names) and _value_like(right, names)):
             return " ".join(left), " ".join(right)

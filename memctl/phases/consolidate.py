@@ -385,7 +385,7 @@ class ConsolidatePhase:
                 (c.answer.error for c in absorptions if c.answer is not None and c.answer.error), ""
             )
             plan.outcome = "failed"
-            plan.error = f"every judge question failed ({tally.failed}); first: {first}"
+            plan.error = f"every judge call failed ({tally.failed}); first: {first}"
         return plan
 
     # --- clusters --------------------------------------------------------------------------
