@@ -18,7 +18,7 @@ from typing import Any, Optional
 import pytest
 import sqlalchemy as sa
 from conftest import Db, make_db
-from factory import NOW, Store, at, days
+from factory import NOW, Store, at
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
