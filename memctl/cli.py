@@ -159,7 +159,7 @@ Format = Annotated[
     str,
     typer.Option("--format", help="text (default) or markdown: a report for cron mail or a ticket, with every text (dry-run: what would change).", metavar="FORMAT"),
 ]
-MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask the judge about at most N uncached pairs (max_pairs, default 50).", metavar="N")]
+MaxPairs = Annotated[Optional[int], typer.Option("--max-pairs", min=0, help="Ask an LLM judge at most N uncached contradiction pairs and N absorption checks per run (max_pairs; default 50). The offline judge makes no LLM calls and is bounded by offline_max_pairs instead (MEMCTL_OFFLINE_MAX_PAIRS, default 5000).", metavar="N")]
 
 
 @app.callback()

@@ -297,14 +297,23 @@ def test_notes_in_different_partitions_are_never_paired(db: Db, stub: LLMStub) -
     assert store.count(m.note, m.note.c.Status == "Active") == 4
 
 
-def test_pairs_of_two_notes_this_runs_consolidation_created_are_skipped(db: Db) -> None:
+def test_pairs_of_two_notes_this_runs_consolidation_created_are_judged_when_the_rule_settles_them(db: Db) -> None:
+    """Issue 13: created notes carry their facts' date, so the rule can settle a pair of them the same night."""
     store = Store(db.engine)
     a, b = pair(store, "Customer uses metric units.", "Customer uses imperial units.", a_age_days=20, b_age_days=2)
     ctx = api.context(at(db.settings, NOW), db.engine, api.RunOptions())
     both = ContradictionPhase().plan(ctx, Overlay(created_by_run={a.lower(), b.lower()}))
-    assert both.outcome == "no items" and both.input["pairsBothCreatedThisRun"] == 1
+    assert both.input["pairsBothCreatedThisRun"] == 0 and both.output["contradictionsResolved"] == 1
     one = ContradictionPhase().plan(ctx, Overlay(created_by_run={a.lower()}))
     assert one.output["contradictionsResolved"] == 1
+
+
+def test_pairs_of_two_notes_this_runs_consolidation_created_are_skipped_when_the_rule_cannot_settle_them(db: Db) -> None:
+    store = Store(db.engine)
+    a, b = pair(store, "Customer uses metric units.", "Customer uses imperial units.", a_age_days=3, b_age_days=2)
+    ctx = api.context(at(db.settings, NOW), db.engine, api.RunOptions())
+    both = ContradictionPhase().plan(ctx, Overlay(created_by_run={a.lower(), b.lower()}))
+    assert both.outcome == "no items" and both.input["pairsBothCreatedThisRun"] == 1
 
 
 def test_the_cap_is_respected_and_the_remaining_pairs_are_asked_next_run(db: Db, stub: LLMStub) -> None:

@@ -265,6 +265,7 @@ def test_an_unreachable_llm_fails_the_llm_phases_cleanly_and_the_others_still_ru
     assert report.exit_code == 1 and report.status == "failed"
     by_phase = {p.phase: p for p in report.phases}
     assert by_phase["consolidate"].output["clustersFailed"] == 3 and by_phase["consolidate"].applied == 0
+    assert by_phase["consolidate"].outcome == "failed"  # issue 13: an outage is a failure in both LLM phases
     assert by_phase["contradictions"].outcome == "failed" and "every judge call failed" in (by_phase["contradictions"].error or "")
     assert by_phase["prune"].outcome == "done" and by_phase["prune"].applied == 1
     after = end_state(db.engine)
@@ -315,7 +316,9 @@ def test_injected_note_text_travels_only_as_escaped_data(db: Db) -> None:
         settings = llm_settings(db, stub, consolidate_threshold=-1.0, contradiction_threshold=-1.0)
         report = api.dream(settings, force=True, engine=db.engine)
         requests = stub.chat_requests
-    assert report.exit_code == 0 and sum(p.applied for p in report.phases) == 0
+    assert sum(p.applied for p in report.phases) == 0
+    # the one consolidation reply was invalid: every reply of the phase invalid is a failed phase (issue 13)
+    assert report.exit_code == 1 and report.phases[0].outcome == "failed"
     assert report.phases[0].output["clustersInvalid"] == 1
     assert report.phases[1].output["questionsAsked"] == 6
     assert audit(db.engine, baseline) == [] and snapshot(db.engine) == baseline

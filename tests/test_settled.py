@@ -118,8 +118,9 @@ def test_settled_partitions_are_never_read_with_their_vectors_and_changed_ones_a
     def vector(v: list[float]) -> dict[str, Any]:
         return {"EmbeddingModelID": model, "EmbeddingVector": json.dumps(v)}
 
-    alices = [store.note(f"alice fact {i}", AgentID=agent, UserID=alice, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
-    bobs = [store.note(f"bob fact {i}", AgentID=agent, UserID=bob, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
+    facts = ["likes tea", "likes tea with milk", "likes tea in the morning"]  # one subject, no conflicting values (issue 13)
+    alices = [store.note(f"alice {facts[i]}", AgentID=agent, UserID=alice, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
+    bobs = [store.note(f"bob {facts[i]}", AgentID=agent, UserID=bob, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
     settings = {"embed_provider": "stored", "embed_model": model}
     assert consolidate(db, **settings).phases[0].outcome == "no items"  # no clusters: both partitions settled
     assert marks(db, "consolidate") == 2

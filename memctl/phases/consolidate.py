@@ -28,7 +28,7 @@ import json
 import math
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from itertools import chain
@@ -39,6 +39,8 @@ import numpy as np
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.factory import make_compute_embedder, make_judge
+from memctl.llm.offline_judge import find_conflict
+from memctl.llm.offline_merge import order_notes
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext, Scope
@@ -47,10 +49,11 @@ from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
-from memctl.similarity import clusters, partition_key, stable_hash
+from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
-from memctl.temporal import find_relative
+from memctl.subjects import NoteText, compatible_groups, synthesis_problem
+from memctl.temporal import find_relative, normalise
 from memctl.vectors import PartitionVectors, VectorIndex, VectorStats
 
 NAME = "consolidate"
@@ -126,7 +129,22 @@ def consolidation_problem(question: Question, reply: ConsolidationReply, max_cha
     relative = find_relative(content)
     if relative:
         return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
-    return None
+    sources = [NoteText(n["content"]) for n in question.inputs["notes"] if n["id"] in ids]
+    return synthesis_problem(content, sources)
+
+
+#: protection tiers from weakest to strongest (a NULL tier reads as Standard)
+TIERS = ("Ephemeral", "Standard", "Protected", "Immutable")
+
+
+def strongest_tier(sources: Sequence[NoteRecord]) -> str:
+    """Return the strongest ProtectionTier of `sources`: a merge never weakens a note's protection."""
+    return max((n.protection_tier if n.protection_tier in TIERS else "Standard" for n in sources), key=TIERS.index)
+
+
+def fact_date(sources: Sequence[NoteRecord]) -> datetime:
+    """Return the date a consolidated note's facts come from: its newest source's CreatedAt."""
+    return max(_utc(n.created_at) for n in sources)
 
 
 def inherited_importance(sources: Sequence[NoteRecord]) -> Optional[float]:
@@ -210,10 +228,18 @@ class AbsorptionCase:
 class Tally:
     calls: int = 0
     cache_hits: int = 0
+    asked: int = 0
+    failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: notes of a cluster left out of its merge: another subject, a conflicting value, contested
+    kept_apart: int = 0
+    clusters_split: int = 0
+    apart_reasons: list[str] = field(default_factory=list)
 
     def add(self, stats: AskStats) -> None:
+        self.asked += stats.asked
+        self.failed += stats.failed
         self.calls += stats.calls
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
@@ -295,7 +321,11 @@ class ConsolidatePhase:
 
         index: VectorIndex = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
         stats_before = index.stats
-        needed: dict[PartitionKey, list[NoteRecord]] = {k: groups[k] for k in chain(cluster_keys, eligible)}
+        # A cluster partition is read whole: a candidate contested by any Active note of it (Protected
+        # and manual ones too) is left to the contradiction phase (see `_contested`).
+        active = by_partition(notes) if cluster_keys else {}
+        needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
+        needed.update({k: groups[k] for k in eligible if k not in needed})
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
         if lazy:
@@ -315,8 +345,8 @@ class ConsolidatePhase:
                 built.append(ctx.service("judge", lambda: make_judge(settings)))
             return built[0]
 
-        cases = self._clusters(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date)
         tally = Tally()
+        cases = self._clusters(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally)
         if cases:
             self._ask_clusters(ctx, get_judge(), cases, tally)
         revoked = {n_id for case in cases if case.unit for n_id in _revoked_ids(case.unit)}
@@ -357,7 +387,17 @@ class ConsolidatePhase:
             f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, {out['clustersDeclined']} declined, "
             f"{out['clustersInvalid']} invalid, {out['clustersFailed']} failed; {plural(len(absorb_units), 'note')} to absorb"
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
+            + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
         )
+        if tally.apart_reasons:
+            out["keptApartReasons"] = tally.apart_reasons[:10]
+        if tally.asked and tally.failed == tally.asked:
+            # an outage (unreachable, refused, every reply invalid) is a failure, not "done, N failed" (issue 13)
+            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
+                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error), ""
+            )
+            plan.outcome = "failed"
+            plan.error = f"every judge call failed ({tally.failed}); first: {first}"
         return plan
 
     # --- clusters --------------------------------------------------------------------------
@@ -371,9 +411,11 @@ class ConsolidatePhase:
         vectors: dict[PartitionKey, PartitionVectors],
         get_judge: JudgeGetter,
         reference_date: str,
+        tally: Tally,
     ) -> list[ClusterCase]:
         settings = ctx.settings
         cases = []
+        texts: dict[str, NoteText] = {}
         for key in keys:
             pv = vectors[key]
             wanted = {n.id for n in groups[key]}
@@ -381,13 +423,28 @@ class ConsolidatePhase:
             members = [pv.notes[i] for i in rows]
             threshold = index.thresholds(pv.model)[0]
             found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
+            if not found:
+                continue
+            clustered = {members[i].id for cluster in found for i in cluster}
+            contested = _contested(pv, clustered, min(index.thresholds(pv.model)), texts)
             for cluster in found:
-                cluster_notes = sorted((members[i] for i in cluster), key=order_key)
-                # The reference date is left out of the cache key on purpose: an unchanged cluster
-                # is never asked twice (it only moves the prompt's 30-day age rule by a day).
-                inputs = {"notes": [seen(n) for n in cluster_notes]}
-                question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
-                cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+                free = [members[i] for i in cluster if members[i].id not in contested]
+                # greedy from the newest note: the current wording seeds the group it keeps
+                split, reasons = compatible_groups(order_notes(free), partial(_note_text, texts))
+                kept = [group for group in split if len(group) >= settings.cluster_min_size]
+                apart = len(cluster) - sum(len(group) for group in kept)
+                tally.kept_apart += apart
+                tally.clusters_split += apart > 0
+                if apart:
+                    why = reasons[0] if reasons else f"{plural(len(contested & {members[i].id for i in cluster}), 'note')} contested by another note"
+                    tally.apart_reasons.append(one_line(why))
+                for group in kept:
+                    cluster_notes = sorted(group, key=order_key)
+                    # The reference date is left out of the cache key on purpose: an unchanged cluster
+                    # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                    inputs = {"notes": [seen(n) for n in cluster_notes]}
+                    question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
+                    cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
 
     def _ask_clusters(self, ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
@@ -456,14 +513,16 @@ class ConsolidatePhase:
             "Note": content,
             "IsAutoGenerated": True,
             "Status": "Active",
-            "ProtectionTier": "Standard",
+            "ProtectionTier": strongest_tier(sources),
             "AccessCount": sum(n.access_count for n in sources),
             "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
             "ExpiresAt": jsonable(max(expiries)) if all(e is not None for e in expiries) else None,  # type: ignore[type-var]
             "ConsolidationCount": max(n.consolidation_count for n in sources) + 1,
             "DerivedFromNoteIDs": json.dumps(ids),
             "ImportanceScore": inherited_importance(sources),
-            "__mj_CreatedAt": jsonable(now),
+            # the fact date: the authority rule reads __mj_CreatedAt, so the note is as old as its
+            # newest source, never as young as the merge (DESIGN 4: consolidation cannot change a verdict)
+            "__mj_CreatedAt": jsonable(fact_date(sources)),
             "__mj_UpdatedAt": jsonable(now),
         }
         insert = Mutation(TABLE, new_id, "insert", values, comment=f"Consolidated from {len(sources)} notes: {reason}")
@@ -581,14 +640,17 @@ class ConsolidatePhase:
         return found
 
     def _ask_absorptions(self, ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
-        """Ask the absorption questions: every cached one, and at most `max_pairs` new ones."""
+        """Ask the absorption questions: every cached one, and at most the judge's pair budget of new ones."""
+        from memctl.phases.contradictions import pair_budget
+
+        budget = pair_budget(ctx, judge)
         keys = [question_key(judge, c.question) for c in found]
         cached = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
         chosen, fresh = [], 0
         for case, key in zip(found, keys, strict=True):
             if key in cached:
                 chosen.append(case)
-            elif fresh < ctx.settings.max_pairs:
+            elif fresh < budget:
                 chosen.append(case)
                 fresh += 1
         answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)
@@ -633,6 +695,31 @@ def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[Par
 
 def _expiry(note: NoteRecord) -> float:
     return math.inf if note.expires_at is None else _utc(note.expires_at).timestamp()
+
+
+def _note_text(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
+    """Return the analysed text of `note` (relative dates made absolute against its created date), memoised."""
+    if note.id not in texts:
+        texts[note.id] = NoteText(note.note, partial(normalise, reference=note.created_at))
+    return texts[note.id]
+
+
+def _contested(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> set[str]:
+    """Return the clustered notes that contradict an Active note of their partition by the offline rules.
+
+    Such a note is not consolidated this run: the contradiction phase settles the pair with the
+    notes' own dates, access counts and protection, which a merged note would change (its
+    AccessCount is the sum of its sources). Only pairs at cosine >= `threshold` (the lower of the
+    two phase thresholds) are read, in blocks.
+    """
+    contested: set[str] = set()
+    notes = pv.notes
+    for i, j, _ in pairs(pv.vectors, threshold):
+        a, b = notes[i], notes[j]
+        if (a.id in clustered or b.id in clustered) and not {a.id, b.id} <= contested:
+            if find_conflict(_note_text(texts, a).sentences, _note_text(texts, b).sentences) is not None:
+                contested.update((a.id, b.id))
+    return contested & clustered
 
 
 def _settled_now(
@@ -687,10 +774,14 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "clustersFailed": counts["failed"],
         "notesRevoked": sum(len(c.unit.mutations) - 1 for c in cases if c.unit is not None),
         "notesCreated": counts["consolidated"],
+        "clustersSplit": tally.clusters_split,
+        "notesKeptApart": tally.kept_apart,
         "absorptionsChecked": checked,
         "absorptionsDeferred": deferred,
         "notesAbsorbed": absorbed,
         "llmCalls": tally.calls,
+        "questionsAsked": tally.asked,
+        "failedReplies": tally.failed,
         "cacheHits": tally.cache_hits,
         "promptTokens": tally.prompt_tokens,
         "completionTokens": tally.completion_tokens,

@@ -2,7 +2,9 @@
 
 Runs on the state the consolidate phase left. Candidates are unordered pairs of Active notes of
 one partition whose cosine reaches the embedder's contradiction threshold, except pairs of two
-notes this run's consolidation created and pairs an operator already has under review
+notes this run's consolidation created that the authority rule cannot settle (a consolidated
+note carries its newest source's date, so most such pairs are judged the same night) and pairs
+an operator already has under review
 (memctl_review holds one row per pair, whatever its status).
 
 Pairs are ordered: those touching a note created or updated since the last completed maintenance
@@ -238,7 +240,9 @@ class ContradictionPhase:
             threshold = thresholds.setdefault(partition.model, index.thresholds(partition.model)[1])
             for i, j, similarity in pairs(partition.vectors, threshold):
                 a, b = partition.notes[i], partition.notes[j]
-                if a.id in overlay.created_by_run and b.id in overlay.created_by_run:
+                if a.id in overlay.created_by_run and b.id in overlay.created_by_run and authority(a, b) is None:
+                    # two notes this run created that the rule cannot settle: a flag would only
+                    # repeat a conflict of their sources; settleable pairs are judged (issue 13)
                     skipped_created += 1
                     unsettled.add(key)
                 elif _ordered(a.id, b.id) in under_review:
@@ -481,10 +485,11 @@ def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
 
 
 def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
-    """Return how many uncached pairs may be judged this run.
+    """Return how many uncached pairs (or absorption checks) may be judged this run.
 
-    `max_pairs` bounds LLM calls (FR: at most 50 per run by default). The offline rules judge
-    makes no calls, so it gets the larger `offline_max_pairs`, which only bounds CPU time.
+    `max_pairs` (--max-pairs) bounds an LLM judge's calls (FR: at most 50 per run by default).
+    The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
+    bounds CPU time; --max-pairs does not change it (the option's help and the README say so).
     """
     from memctl.llm.offline import OfflineJudge
 

@@ -1,0 +1,122 @@
+"""The offline merge: consolidation without a model, by extracting distinct sentences.
+
+Consolidation: an extractive merge
+  Notes are ordered newest first, then most accessed, then by id, and their sentences are taken
+  in that order. A sentence is a near-duplicate of a kept one when its normalised words, with its
+  negations in place, are an ordered subsequence of the kept sentence's, it has as many negations,
+  and the kept sentence adds no restricting word (preposition, condition, tense, modal, frequency
+  or hedge word). That is a containment threshold of 1.0 on content words: "lives in Paris" and
+  "lives in Berlin" both survive, "lives in Paris, France" states "lives in Paris", but "prefers
+  dark mode in the evening" does not state "prefers dark mode" (both are kept: lossless beats
+  terse). A negated sentence is only a duplicate of the same words with the same negations.
+  A duplicate is dropped (the first wording, i.e. the newest / most accessed, wins); a
+  sentence that states a kept one replaces it in place, since it says more. Two sentences that
+  contradict each other by the rules below are settled by memctl's authority rule (created more
+  than 7 days apart: the newer; otherwise the higher AccessCount); the loser is reported as
+  superseded and lives on in its revoked source note. When authority cannot decide, the cluster
+  is not merged (the contradiction phase flags it). A merge longer than MAX_CONTENT_CHARS, or
+  one that still has relative time words, is not made either: no fact is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Optional, Sequence
+
+from memctl.llm.offline_judge import Conflict, find_conflict
+from memctl.llm.offline_text import Sentence, covers, note_sentences
+from memctl.records import NoteRecord
+
+MAX_CONTENT_CHARS = 2000
+SUPERSEDE_AFTER = timedelta(days=7)
+MERGE_CONFIDENCE = 0.9
+
+
+def order_notes(notes: Sequence[NoteRecord]) -> list[NoteRecord]:
+    """Order notes newest first, then most accessed, then by id."""
+    return sorted(notes, key=lambda n: (-n.created_at.timestamp(), -n.access_count, n.id))
+
+
+def choose_type(ordered: Sequence[NoteRecord]) -> str:
+    """Return the most common type; a tie goes to the newest note's type among the tied ones."""
+    counts = Counter(note.type for note in ordered)
+    top = max(counts.values())
+    return next(note.type for note in ordered if counts[note.type] == top)
+
+
+def stronger(a: NoteRecord, b: NoteRecord) -> Optional[NoteRecord]:
+    """Apply memctl's authority rule: newer by over 7 days, else more accessed, else undecided."""
+    if abs(a.created_at - b.created_at) > SUPERSEDE_AFTER:
+        return a if a.created_at > b.created_at else b
+    if a.access_count != b.access_count:
+        return a if a.access_count > b.access_count else b
+    return None
+
+
+@dataclass
+class Merge:
+    """The sentences an extractive merge keeps, and what it left out."""
+
+    kept: list[tuple[Sentence, NoteRecord]]
+    superseded: int = 0
+    undecided: Optional[Conflict] = None
+
+
+def merge_sentences(ordered: Sequence[NoteRecord]) -> Merge:
+    """Keep every distinct sentence of the notes, in order; settle rule-backed contradictions."""
+    merge = Merge(kept=[])
+    for note in ordered:
+        for sentence in note_sentences(note):
+            _add(merge, sentence, note)
+            if merge.undecided:
+                return merge
+    return merge
+
+
+def _add(merge: Merge, sentence: Sentence, note: NoteRecord) -> None:
+    if not sentence.words or any(covers(kept, sentence) for kept, _ in merge.kept):
+        return
+    for index, (kept, kept_note) in enumerate(merge.kept):
+        conflict = find_conflict([kept], [sentence])
+        if conflict is None:
+            continue
+        winner = stronger(kept_note, note)
+        if winner is None:
+            merge.undecided = conflict
+        elif winner is note:
+            merge.kept[index] = (sentence, note)
+            merge.superseded += 1
+        else:
+            merge.superseded += 1
+        return
+    contained = [i for i, (kept, _) in enumerate(merge.kept) if covers(sentence, kept)]
+    if contained:
+        merge.kept[contained[0]] = (sentence, note)
+        for index in reversed(contained[1:]):
+            del merge.kept[index]
+    else:
+        merge.kept.append((sentence, note))
+
+
+def _merge_reason(count: int, merge: Merge) -> str:
+    reason = f"Extractive merge of {count} notes ({len(merge.kept)} distinct sentences kept"
+    if merge.superseded:
+        reason += f"; {merge.superseded} superseded by newer or more accessed statements"
+    return reason + ")"
+
+
+def _refusal(content: str) -> Optional[str]:
+    """Return why a merged text must not be proposed, or None when it can be."""
+    from memctl.temporal import find_relative
+
+    if len(content) > MAX_CONTENT_CHARS:
+        return (
+            f"Not merged: the merge keeps every distinct sentence but is {len(content)} characters, "
+            f"over the {MAX_CONTENT_CHARS}-character cap."
+        )
+    leftover = find_relative(content)
+    if leftover:
+        return f"Not merged: relative time words could not be made absolute: {', '.join(leftover)}."
+    return None
