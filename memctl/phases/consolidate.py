@@ -28,7 +28,7 @@ import json
 import math
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from itertools import chain
@@ -38,6 +38,7 @@ import numpy as np
 
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
+from memctl.llm.budget import split_to_fit
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
@@ -107,8 +108,6 @@ def consolidation_problem(question: Question, reply: ConsolidationReply, max_cha
     proposed = reply.consolidatedNote
     if proposed is None:
         return "shouldConsolidate is true but consolidatedNote is missing"
-    if canonical_type(proposed.type) is None:
-        return f"unknown note type {one_line(proposed.type, 40)!r} (allowed: {', '.join(NOTE_TYPES)})"
     content = proposed.content.strip()
     if not content:
         return "the consolidated note is empty"
@@ -200,12 +199,15 @@ class Tally:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    client: dict[str, int] = field(default_factory=dict)
 
     def add(self, stats: AskStats) -> None:
         self.calls += stats.calls
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
         self.completion_tokens += stats.usage.completion_tokens
+        for key, value in stats.client.items():
+            self.client[key] = self.client.get(key, 0) + value
 
 
 class ConsolidatePhase:
@@ -370,12 +372,12 @@ class ConsolidatePhase:
             threshold = index.thresholds(pv.model)[0]
             found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
             for cluster in found:
-                cluster_notes = sorted((members[i] for i in cluster), key=order_key)
-                # The reference date is left out of the cache key on purpose: an unchanged cluster
-                # is never asked twice (it only moves the prompt's 30-day age rule by a day).
-                inputs = {"notes": [seen(n) for n in cluster_notes]}
-                question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
-                cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+                for cluster_notes in _fitting(get_judge, sorted((members[i] for i in cluster), key=order_key), reference_date, settings):
+                    # The reference date is left out of the cache key on purpose: an unchanged cluster
+                    # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                    inputs = {"notes": [seen(n) for n in cluster_notes]}
+                    question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
+                    cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
 
     def _ask_clusters(self, ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
@@ -605,6 +607,20 @@ class ConsolidatePhase:
         )
 
 
+def _fitting(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str, settings: Any) -> list[list[NoteRecord]]:
+    """Return the cluster, or its parts when the whole would not fit the LLM's context window.
+
+    A cluster no part of which fits stays whole: the judge then answers it with the reason,
+    without a request, and the child step shows it.
+    """
+    if settings.llm_context_tokens is None:
+        return [notes]
+    fits = getattr(get_judge(), "consolidation_fits", None)
+    if fits is None:
+        return [notes]
+    return split_to_fit(notes, lambda part: fits(part, reference_date), settings.cluster_min_size) or [notes]
+
+
 def _ask_consolidation(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str) -> JudgeResult:
     return get_judge().consolidate(notes, reference_date)
 
@@ -685,4 +701,5 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "vectorsStored": vectors.stored,
         "vectorsCached": vectors.cached,
         "vectorsComputed": vectors.computed,
+        **tally.client,
     }

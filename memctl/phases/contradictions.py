@@ -303,6 +303,7 @@ class ContradictionPhase:
             "skippedNoteAlreadyRevoked": tally.skipped_revoked,
             "failedReplies": stats.failed,
             "pairsLeftForNextRun": left,
+            **stats.client,
         }
         if failures:
             plan.output["failures"] = [f for f in failures[:20] if f]
