@@ -64,6 +64,10 @@ class Settings:
     max_pairs: int = 50
     offline_max_pairs: int = 5000
     confidence_floor: float = 0.7
+    #: a run whose judge calls at least this share of at least uniform_min_pairs pairs
+    #: contradictions applies none of those verdicts (memctl/phases/safety.py)
+    uniform_share: float = 0.9
+    uniform_min_pairs: int = 20
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False
@@ -293,6 +297,8 @@ def _validate(s: Settings) -> None:
         ("note_retention_days", s.note_retention_days > 0, "positive"),
         ("example_retention_days", s.example_retention_days > 0, "positive"),
         ("confidence_floor", 0.0 <= s.confidence_floor <= 1.0, "between 0 and 1"),
+        ("uniform_share", 0.0 < s.uniform_share <= 1.0, "above 0 and at most 1"),
+        ("uniform_min_pairs", s.uniform_min_pairs >= 1, "at least 1"),
         ("max_note_chars", s.max_note_chars >= 100, "at least 100"),
         ("embed_batch_size", s.embed_batch_size >= 1, "at least 1"),
     ]
