@@ -68,6 +68,8 @@ class Settings:
     #: contradictions applies none of those verdicts (memctl/phases/safety.py)
     uniform_share: float = 0.9
     uniform_min_pairs: int = 20
+    #: reject a consolidation whose note does not state every sentence of its sources (weak models)
+    consolidate_keep_every_sentence: bool = False
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False

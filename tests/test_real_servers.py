@@ -250,3 +250,23 @@ def test_an_embedding_model_without_measured_thresholds_gets_a_warning(caplog: p
     with caplog.at_level("WARNING"):
         make_embedder("openai", "text-embedding-3-small", base_url="http://127.0.0.1:9/v1", api_key="x")
     assert "no measured" not in caplog.text
+
+
+def test_a_merge_that_drops_a_sentence_is_rejected_when_every_sentence_must_be_kept(db: Db, stub: LLMStub) -> None:
+    def drops_one(body: dict) -> dict:
+        notes = notes_from_request(body)
+        return {"shouldConsolidate": True, "consolidatedNote": {"type": "Preference", "content": "Alice wants a short email summary.", "confidence": 0.9},
+                "sourceNoteIds": [n["id"] for n in notes], "reason": "same topic"}  # fmt: skip
+
+    stub.responder = drops_one
+    store = Store(db.engine)
+    scope = {"AgentID": store.agent(), "UserID": store.user()}
+    ids = [store.note(text, age_days=5, **scope) for text in (
+        "Alice wants a short email summary.", "Alice wants a short email summary. Send it the same day.", "Alice wants the short email summary.")]
+    settings = with_llm(db, stub, consolidate_threshold=0.3, consolidate_keep_every_sentence=True)
+    report = api.run_phase(settings, "consolidate", engine=db.engine)
+    out = report.phases[0].output
+    assert out["clustersInvalid"] == 1 and out["notesCreated"] == 0
+    assert all(store.status(i) == "Active" for i in ids)
+    children = [c for p in report.plan.phases for c in p.children]
+    assert "drops 1 sentence of its sources" in children[0].output["reason"] and "same day" in children[0].output["reason"]

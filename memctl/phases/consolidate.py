@@ -45,6 +45,7 @@ from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_k
 from memctl.phases.base import Overlay, PhaseContext, Scope
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
+from memctl.phases.safety import merge_loses
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
@@ -413,6 +414,13 @@ class ConsolidatePhase:
             case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
             return
         assert reply.consolidatedNote is not None
+        if ctx.settings.consolidate_keep_every_sentence:
+            chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+            lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
+            if lost:
+                case.verdict = "invalid"
+                case.why = f"the merged note drops {plural(len(lost), 'sentence')} of its sources, first: {one_line(lost[0], 160)!r}"
+                return
         floor = ctx.settings.confidence_floor
         if reply.consolidatedNote.confidence < floor:
             case.verdict = "declined"

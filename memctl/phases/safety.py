@@ -15,6 +15,11 @@ Two rules, both deterministic and both applied after the judge has answered:
    "States" is the retention test of `memctl eval`: the winner has a sentence holding every
    content word of the loser's sentence in order, with no extra negation (memctl/evaluate.py).
 
+   With `consolidate_keep_every_sentence` (for weak local models), a consolidation reply is
+   held to the same test: a merged note that does not state every sentence of the notes it
+   replaces is rejected, so a run never revokes a fact no Active note states. It also rejects
+   merges that rightly drop a superseded value; the contradictions phase decides those instead.
+
 2. **A judge that answers the same way to nearly every question is not believed.** Among the
    pairs a run judged (cached answers included), when at least `uniform_min_pairs` (default 20)
    were judged and at least `uniform_share` (default 0.9) of them were called contradictions,
@@ -33,20 +38,34 @@ from memctl.records import NoteRecord
 
 
 def _sentences(note: NoteRecord) -> list[tuple[str, tuple[str, ...]]]:
-    from memctl.evaluate import statement
-    from memctl.llm.offline import split_sentences
     from memctl.temporal import normalise
 
-    pieces = split_sentences(normalise(note.note, note.created_at)) or [note.note]
+    return _text_sentences(normalise(note.note, note.created_at))
+
+
+def _text_sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    from memctl.evaluate import statement
+    from memctl.llm.offline import split_sentences
+
+    pieces = split_sentences(text) or [text]
     return [(piece, statement(piece)) for piece in pieces]
 
 
 def unstated(note: NoteRecord, by: NoteRecord) -> list[str]:
     """Return the sentences of `note` that `by` does not state."""
+    return unstated_text(_sentences(note), [words for _, words in _sentences(by)])
+
+
+def unstated_text(sentences: Sequence[tuple[str, tuple[str, ...]]], theirs: Sequence[tuple[str, ...]]) -> list[str]:
     from memctl.evaluate import states
 
-    theirs = [words for _, words in _sentences(by)]
-    return [text for text, words in _sentences(note) if words and not any(states(other, words) for other in theirs)]
+    return [text for text, words in sentences if words and not any(states(other, words) for other in theirs)]
+
+
+def merge_loses(sources: Sequence[NoteRecord], merged: str) -> list[str]:
+    """Return the sentences of `sources` that the merged note does not state (consolidate_keep_every_sentence)."""
+    theirs = [words for _, words in _text_sentences(merged)]
+    return [text for note in sources for text in unstated_text(_sentences(note), theirs)]
 
 
 def duplicates(a: NoteRecord, b: NoteRecord) -> bool:
