@@ -165,7 +165,8 @@ def test_log_llm_writes_every_request_and_reply_with_secrets_scrubbed(stub: LLMS
 
 
 def with_llm(db: Db, stub: LLMStub, **changes: Any) -> Any:
-    return at(db.settings, NOW, llm_base_url=stub.base_url, llm_model="stub-model", llm_api_key="sk-test", llm_max_retries=0, **changes)
+    options = {"llm_max_retries": 0, **changes}
+    return at(db.settings, NOW, llm_base_url=stub.base_url, llm_model="stub-model", llm_api_key="sk-test", **options)
 
 
 def detect(db: Db, settings: Any) -> api.RunReport:
@@ -270,3 +271,21 @@ def test_a_merge_that_drops_a_sentence_is_rejected_when_every_sentence_must_be_k
     assert all(store.status(i) == "Active" for i in ids)
     children = [c for p in report.plan.phases for c in p.children]
     assert "drops 1 sentence of its sources" in children[0].output["reason"] and "same day" in children[0].output["reason"]
+
+
+def test_the_step_output_counts_fallbacks_retries_and_timeouts(db: Db) -> None:
+    def answer(body: dict) -> Any:
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply.error(500, LLAMA_CPP_500)
+        return COMPATIBLE if prompt_kind(body) == "contradiction" else default_responder(body)
+
+    with LLMStub(answer) as stub:
+        stub.script(Reply.error(503, "busy"))
+        store = Store(db.engine)
+        scope = {"AgentID": store.agent(), "UserID": store.user()}
+        store.note("User's home city is Paris.", age_days=20, **scope)
+        store.note("User's home city is Lyon.", age_days=2, **scope)
+        settings = with_llm(db, stub, contradiction_threshold=0.3, llm_max_retries=2)
+        out = detect(db, settings).phases[0].output
+    assert out["pairsAnalysed"] == 1 and out["llmFormatFallbacks"] == 1 and out["llmRetries"] == 1
+    assert out["llmTimeouts"] == 0 and out["llmDeterministicErrors"] == 0 and out["llmCalls"] == 3
