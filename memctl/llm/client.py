@@ -15,7 +15,8 @@ and the caller waits no longer than the deadline either way.
 Providers differ in which `response_format` they accept. The client asks for a strict JSON
 schema first; a server that rejects it (400 naming response_format or the mode, 422, or a 5xx
 whose body names it: llama-cpp-python answers json_schema with HTTP 500) is asked for
-`json_object` mode with the schema written into the prompt, then for plain text with the same
+`json_object` mode with the schema written into the prompt (in words: small models copy a
+JSON-schema document instead of answering with an instance of it), then for plain text with the same
 instructions, and the client remembers the downgrade for the rest of its life (one run).
 `response_format` pins the first mode instead of negotiating from the top.
 
@@ -106,10 +107,35 @@ def strip_fences(text: str) -> str:
     return (match.group(1) if match else text).strip()
 
 
+def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None) -> str:
+    """Return a strict schema in words: what each key must hold.
+
+    Small models copy a JSON-schema document they are shown instead of answering with an
+    instance of it (SmolLM2-135M did, every time), so the prompt states the schema in words.
+    """
+    defs = node.get("$defs", {}) if defs is None else defs
+    if "$ref" in node:
+        return describe_schema(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:
+        return " or ".join(describe_schema(option, defs) for option in node["anyOf"])
+    if "enum" in node:
+        return "exactly one of " + ", ".join(json.dumps(v) for v in node["enum"])
+    kind = node.get("type")
+    if kind == "object":
+        keys = "; ".join(f'"{name}": {describe_schema(sub, defs)}' for name, sub in node.get("properties", {}).items())
+        return f"a JSON object with exactly these keys ({keys})"
+    if kind == "array":
+        return "a list of " + describe_schema(node.get("items", {}), defs).replace("a string", "strings")
+    if kind == "number" and "minimum" in node and "maximum" in node:
+        return f"a number from {node['minimum']:g} to {node['maximum']:g}"
+    return {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}.get(
+        str(kind), "a JSON value"
+    )
+
+
 def schema_instructions(reply_model: type[BaseModel], mode: str) -> str:
     """Return what is appended to the user message when the server cannot enforce the schema."""
-    schema = json.dumps(strict_schema(reply_model), separators=(",", ":"))
-    text = f"\n\nYour reply must be one JSON object valid against this JSON schema:\n{schema}"
+    text = f"\n\nYour reply must be {describe_schema(strict_schema(reply_model))}."
     if mode == "text":
         text += "\nReply with that JSON object only: no markdown fences, no text before or after it."
     return text
