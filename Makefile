@@ -41,7 +41,7 @@ $(LLM_STAMP):
 	touch $@
 
 test-llm: $(STAMP) $(LLM_STAMP)
-	MEMCTL_LLM_SERVER_PYTHON=$(abspath $(LLM_VENV))/bin/python $(PY) -m pytest -m llm_server -n 0 -p no:randomly tests/test_llm_server.py
+	MEMCTL_LLM_SERVER_PYTHON=$(abspath $(LLM_VENV))/bin/python MEMCTL_LLM_REPORT=$(abspath $(LLM_VENV))/test-llm-report.json $(PY) -m pytest -m llm_server -n 0 -p no:randomly tests/test_llm_server.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -207,7 +207,7 @@ def test_eval_limited_against_the_local_model(server: str, tmp_path: Path) -> No
     log = tmp_path / "llm.jsonl"
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "memctl", "--log-llm", str(log), "eval", "--limit", "2", "--json"],
+        [sys.executable, "-m", "memctl", "--log-llm", str(log), "eval", "--limit", "2", "--json"],  # 2 personas, 2 pairs
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600,
     )
     data = json.loads(done.stdout)
@@ -229,7 +229,11 @@ def test_dream_against_the_local_model(db: Db, server: str, tmp_path: Path) -> N
     plant(db)
     log = tmp_path / "llm.jsonl"
     report = api.dream(settings_for(db, server, log, contradiction_threshold=0.3), force=True, engine=db.engine)
-    assert report.status == "completed", report.message
+    # an LLM phase whose every reply was rejected fails (exit 1, so cron tells someone); the others still run
+    failed = [p for p in report.phases if p.outcome == "failed"]
+    assert [p.phase for p in report.phases] == ["consolidate", "contradictions", "prune", "archive"]
+    assert all("every judge call failed" in (p.error or "") for p in failed), [p.error for p in failed]
+    assert report.exit_code == (1 if failed else 0)
     FIGURES["dream"] = {"exitCode": report.exit_code, "phases": {p.phase: p.message for p in report.phases}, "rejected": rejected(report)}
     assert_calls_bounded(log, "dreamCalls")
     assert_harmless(db)
