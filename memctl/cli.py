@@ -173,11 +173,13 @@ def main_options(
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help="Freeze the clock (ISO 8601), for reproducible demos."),
     traceback: bool = typer.Option(False, "--traceback", help="Show the full traceback of an unexpected error."),
     log_format: str = typer.Option("text", "--log-format", help="text (human) or json (one object per event, on stderr).", metavar="FORMAT"),
+    log_llm: Optional[Path] = typer.Option(None, "--log-llm", help="Append every LLM request and reply to FILE as JSON Lines (secrets scrubbed). Env: MEMCTL_LLM_LOG.", metavar="FILE"),
 ) -> None:
     """Keep an AI agent memory store healthy."""
     global _STATE
     _STATE = state = State()
-    state.flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now}
+    state.flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now,
+                   "llm_log": str(log_llm) if log_llm else None}
     state.config = str(config) if config else None
     state.traceback = traceback
     if log_format not in ("text", "json"):

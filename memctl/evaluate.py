@@ -603,9 +603,10 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         result.problems = [str(c.output.get("reason")) for c in children if c.output.get("verdict") in ("invalid", "failed")][:EXAMPLES]
         if phase.outcome == "failed":
             result.error = f"the consolidate phase failed: {phase.error}"
-        elif result.clusters["found"] and result.clusters["failed"] == result.clusters["found"]:
+        elif result.clusters["found"] and not (result.clusters["consolidated"] or result.clusters["declined"]):
+            # every cluster failed or got a reply memctl rejected: no usable answer at all
             first = result.problems[0] if result.problems else "no reason recorded"
-            result.error = f"every judge call failed ({result.clusters['failed']} clusters); first: {first}"
+            result.error = f"no usable judge answer ({result.clusters['failed']} clusters failed, {result.clusters['invalid']} invalid); first: {first}"
         t = m.note
         with engine.connect() as conn:
             rows = [dict(r) for r in conn.execute(sa.select(t.c.ID, t.c.UserID, t.c.Note, t.c.Status, t.c.ConsolidatedIntoNoteID, t.c.DerivedFromNoteIDs)).mappings()]
@@ -702,7 +703,7 @@ def evaluate_contradictions(settings: Settings, judge: Judge, embedder: Embedder
             low_confidence=reply.isContradiction and not positive,
         ))
     if pairs and all(v.error for v in result.verdicts):
-        result.error = f"every judge call failed ({len(pairs)} pairs); first: {result.verdicts[0].error}"
+        result.error = f"no usable judge answer ({len(pairs)} pairs failed or were rejected); first: {result.verdicts[0].error}"
     if pairs:
         result.embedder = embedder.name
         result.threshold = settings.contradiction_threshold if settings.contradiction_threshold is not None else thresholds_for(embedder.name)[1]

@@ -37,6 +37,15 @@ class Settings:
     llm_timeout: float = 60.0
     llm_max_retries: int = 4
     llm_concurrency: int = 8
+    #: auto (json_schema, falling back to json_object, then text) or one of those to start from
+    llm_response_format: str = "auto"
+    #: where the prompt's instructions go: system (a system message), user (folded into the user
+    #: message, for servers whose chat template drops system messages) or auto (probe once per run)
+    llm_system_role: str = "system"
+    #: the model's context window in tokens; a question that would not fit is split or not sent
+    llm_context_tokens: Optional[int] = None
+    #: append every LLM request and reply to this JSON Lines file (secrets scrubbed)
+    llm_log: Optional[str] = None
 
     embed_provider: str = "hashing"
     embed_model: Optional[str] = None
@@ -55,6 +64,12 @@ class Settings:
     max_pairs: int = 50
     offline_max_pairs: int = 5000
     confidence_floor: float = 0.7
+    #: a run whose judge calls at least this share of at least uniform_min_pairs pairs
+    #: contradictions applies none of those verdicts (memctl/phases/safety.py)
+    uniform_share: float = 0.9
+    uniform_min_pairs: int = 20
+    #: reject a consolidation whose note does not state every sentence of its sources (weak models)
+    consolidate_keep_every_sentence: bool = False
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False
@@ -298,6 +313,9 @@ def _validate(s: Settings) -> None:
         ("llm_concurrency", s.llm_concurrency >= 1, "at least 1"),
         ("llm_max_retries", s.llm_max_retries >= 0, "zero or more"),
         ("llm_timeout", s.llm_timeout > 0, "positive"),
+        ("llm_response_format", s.llm_response_format in ("auto", "json_schema", "json_object", "text"), "auto, json_schema, json_object or text"),
+        ("llm_system_role", s.llm_system_role in ("system", "user", "auto"), "system, user or auto"),
+        ("llm_context_tokens", s.llm_context_tokens is None or s.llm_context_tokens >= 512, "at least 512"),
         ("gate_hours", s.gate_hours >= 0, "zero or more"),
         ("gate_min_new_notes", s.gate_min_new_notes >= 0, "zero or more"),
         ("lease_seconds", s.lease_seconds >= 5, "at least 5"),
@@ -305,6 +323,8 @@ def _validate(s: Settings) -> None:
         ("note_retention_days", s.note_retention_days > 0, "positive"),
         ("example_retention_days", s.example_retention_days > 0, "positive"),
         ("confidence_floor", 0.0 <= s.confidence_floor <= 1.0, "between 0 and 1"),
+        ("uniform_share", 0.0 < s.uniform_share <= 1.0, "above 0 and at most 1"),
+        ("uniform_min_pairs", s.uniform_min_pairs >= 1, "at least 1"),
         ("max_note_chars", s.max_note_chars >= 100, "at least 100"),
         ("embed_batch_size", s.embed_batch_size >= 1, "at least 1"),
     ]

@@ -64,6 +64,8 @@ class Reply:
     delay: float = 0.0
     reset: bool = False
     truncate: bool = False
+    #: send the body one byte every `trickle` seconds (a server that keeps a call alive)
+    trickle: float = 0.0
     finish_reason: str = "stop"
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
@@ -478,9 +480,9 @@ class LLMStub:
                 if reply.status != 200 and reply.body is None:
                     reply = replace(reply, body={"error": {"message": f"stub error {reply.status}"}})
                 payload = make(reply, body)
-                self._send(reply.status, payload, reply.headers, truncate=reply.truncate)
+                self._send(reply.status, payload, reply.headers, truncate=reply.truncate, trickle=reply.trickle)
 
-            def _send(self, status: int, payload: bytes, headers: Optional[dict] = None, truncate: bool = False) -> None:
+            def _send(self, status: int, payload: bytes, headers: Optional[dict] = None, truncate: bool = False, trickle: float = 0.0) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -493,6 +495,13 @@ class LLMStub:
                         self.wfile.flush()
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if trickle > 0:
+                        for i in range(len(payload)):
+                            if stub._stopping.wait(trickle):
+                                break
+                            self.wfile.write(payload[i : i + 1])
+                            self.wfile.flush()
                         return
                     self.wfile.write(payload)
                     self.wfile.flush()

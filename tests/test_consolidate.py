@@ -473,7 +473,7 @@ def reply_for(body: dict, **changes: Any) -> dict:
 INVALID = {
     "malformed-json": (lambda body: Reply.malformed(), "not JSON"),
     "id-outside-cluster": (lambda body: reply_for(body, sourceNoteIds=[n["id"] for n in notes_from_request(body)] + [str(uuid.uuid4())]), "outside the cluster"),
-    "unknown-type": (lambda body: reply_for(body, note={"type": "Opinion"}), "unknown note type"),
+    "unknown-type": (lambda body: reply_for(body, note={"type": "Opinion"}), "consolidatedNote.type: Input should be 'Preference'"),
     "too-long": (lambda body: reply_for(body, note={"content": "User prefers email. " * 20}), "over the cap of 100"),
     "relative-date": (lambda body: reply_for(body, note={"content": "User asked yesterday for email summaries."}), "yesterday"),
     "one-source": (lambda body: reply_for(body, sourceNoteIds=[notes_from_request(body)[0]["id"]]), "at least 2"),

@@ -96,9 +96,11 @@ def test_strict_schema_requires_every_key_and_forbids_extras() -> None:
     nested = schema["$defs"]["ConsolidatedNote"]
     assert nested["additionalProperties"] is False and set(nested["required"]) == {"type", "content", "confidence"}
     assert "default" not in json.dumps(schema)
-    assert strict_schema(ContradictionReply)["properties"]["contradictionType"]["enum"] == [
-        "competing_value", "negation", "temporal_supersession", "none",
-    ]  # fmt: skip
+    verdict = strict_schema(ContradictionReply)
+    assert set(verdict["required"]) == {"verdict", "reason", "confidence"}
+    assert verdict["properties"]["verdict"]["enum"] == ["none", "competing_value", "negation", "temporal_supersession"]
+    assert verdict["properties"]["confidence"] == {"type": "number", "minimum": 0.0, "maximum": 1.0}
+    assert nested["properties"]["type"]["enum"] == ["Preference", "Constraint", "Context", "Example", "Issue"]
 
 
 # -- retries ---------------------------------------------------------------------------------
@@ -235,6 +237,8 @@ def test_fallback_under_concurrency_settles_on_json_object() -> None:
         (Reply.wrong_shape(), "does not match ContradictionReply"),
         (Reply.json({**NOT_CONTRADICTION, "confidence": 7}), "confidence"),
         (Reply.json({**NOT_CONTRADICTION, "contradictionType": "maybe"}), "contradictionType"),
+        (Reply.json({"verdict": "maybe", "reason": "", "confidence": 0.5}), "verdict"),
+        (Reply.json({"isContradiction": True, "contradictionType": "none", "reason": "", "confidence": 0.5}), "does not match"),
         (Reply.json([NOT_CONTRADICTION]), "does not match"),
         (Reply.text("Sure! Here is my answer."), "not JSON"),
         (Reply.text(""), "empty reply"),
@@ -243,7 +247,7 @@ def test_fallback_under_concurrency_settles_on_json_object() -> None:
         (Reply(body=b"<html>bad gateway</html>"), "malformed response"),
         (Reply(body={"object": "chat.completion", "choices": []}), "malformed response"),
     ],
-    ids=["malformed", "wrong-shape", "out-of-range", "bad-enum", "array", "prose", "empty", "cut-off", "huge", "html-body", "no-choices"],
+    ids=["malformed", "wrong-shape", "out-of-range", "bad-enum", "bad-verdict", "disagreeing-fields", "array", "prose", "empty", "cut-off", "huge", "html-body", "no-choices"],
 )
 def test_unparseable_replies_are_errors_and_not_retried(stub: LLMStub, reply: Reply, expected_error: str) -> None:
     stub.script(reply, Reply.json(NOT_CONTRADICTION))

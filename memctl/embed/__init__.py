@@ -38,6 +38,27 @@ DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
 }
 
 
+#: OpenAI models for which the spec's semantic defaults are taken as measured
+KNOWN_SEMANTIC = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
+
+
+def warn_unmeasured(embedder_name: str) -> bool:
+    """Warn (once per call) when memctl has no measured thresholds for `embedder_name`; return whether it warned."""
+    import logging
+
+    base = embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
+    known = {n.lower() for n in (*DEFAULT_THRESHOLDS, *KNOWN_SEMANTIC)}
+    if base in known or embedder_name.startswith(HASHING_NAME):
+        return False
+    logging.getLogger("memctl.embed").warning(
+        "no measured similarity thresholds for embedding model %r: using the spec's %.2f / %.2f; measure them with "
+        "`memctl eval` (contradiction pairing) and benchmarks/eval_similarity.py, then set consolidate_threshold "
+        "and contradiction_threshold",
+        embedder_name, *SEMANTIC_DEFAULT,
+    )
+    return True
+
+
 def thresholds_for(embedder_name: str) -> tuple[float, float]:
     """Return the (consolidate, contradiction) cosine thresholds for an embedder name."""
     if embedder_name in DEFAULT_THRESHOLDS:
@@ -74,6 +95,7 @@ def make_embedder(
     if kind == "openai":
         from memctl.embed.openai import DEFAULT_MODEL, OpenAIEmbedder
 
+        warn_unmeasured(model or DEFAULT_MODEL)
         return OpenAIEmbedder(model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, batch_size=batch_size)
     if kind in ("sentence-transformers", "local"):
         from memctl.embed.local import DEFAULT_MODEL as LOCAL_MODEL

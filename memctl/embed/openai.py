@@ -11,6 +11,27 @@ from openai import OpenAI
 DEFAULT_MODEL = "text-embedding-3-small"
 
 
+def _check_shapes(model: str, embeddings: list) -> list:
+    """Return `embeddings` when each is one flat vector of one length; raise a clear error otherwise.
+
+    A server that does not pool (llama.cpp and llama-cpp-python without a pooling type) answers
+    one vector per token: a list of lists per input.
+    """
+    for position, emb in enumerate(embeddings):
+        if isinstance(emb, list) and emb and isinstance(emb[0], list):
+            raise RuntimeError(
+                f"embedding endpoint returned {len(emb)} vectors for input {position} of model {model!r} (one per token): "
+                "the server is not pooling token vectors into one per text; start it with a pooling type "
+                "(llama.cpp: --pooling mean; llama-cpp-python: --pooling_type 1) or use another embedding model"
+            )
+        if not isinstance(emb, list) or not all(isinstance(x, (int, float)) for x in emb):
+            raise RuntimeError(f"embedding endpoint returned a {type(emb).__name__} for input {position} of model {model!r}, not a list of numbers")
+    lengths = sorted({len(e) for e in embeddings})
+    if len(lengths) > 1 or (lengths and lengths[0] == 0):
+        raise RuntimeError(f"embedding endpoint returned vectors of lengths {lengths} for model {model!r}: expected one length per model")
+    return embeddings
+
+
 class OpenAIEmbedder:
     """Embed texts in batches through the official `openai` client (which owns retries)."""
 
@@ -53,9 +74,9 @@ class OpenAIEmbedder:
         data = sorted(response.data, key=lambda item: item.index)
         if [item.index for item in data] != list(range(len(batch))):
             raise RuntimeError(f"embedding endpoint returned {len(data)} vectors with unexpected indexes for {len(batch)} inputs")
-        vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
-        if vectors.ndim != 2 or not np.isfinite(vectors).all():
-            raise RuntimeError("embedding endpoint returned ragged or non-finite vectors")
+        vectors = np.asarray(_check_shapes(self.name, [item.embedding for item in data]), dtype=np.float32)
+        if not np.isfinite(vectors).all():
+            raise RuntimeError("embedding endpoint returned non-finite vectors")
         if self._dim is None:
             self._dim = vectors.shape[1]
         elif vectors.shape[1] != self._dim:

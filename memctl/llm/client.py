@@ -2,14 +2,28 @@
 
 The `openai` package does the HTTP; its own retries are off (`max_retries=0`) so that memctl
 counts every call, honours Retry-After, and decides what is worth retrying: 429, 5xx, timeouts
-and dropped connections are; other 4xx are not. A per-call failure never raises: it becomes a
-`JudgeResult` with `reply=None` and a short reason, and the phase leaves its cluster or pair
-alone. Only configuration errors raise.
+and dropped connections are; other 4xx are not, and neither is a 5xx other than 502/503/504 that
+answers with the same error body twice (a deterministic server error: asking again only costs
+time). A per-call failure never raises: it becomes a `JudgeResult` with `reply=None` and a short
+reason, and the phase leaves its cluster or pair alone. Only configuration errors raise.
+
+Every HTTP call has a wall-clock deadline (`timeout`), slow bodies included: the `openai`
+client's timeout bounds each socket read, so a server trickling one byte every half second
+could hold a call for minutes. The body is read in a worker thread that stops at the deadline,
+and the caller waits no longer than the deadline either way.
 
 Providers differ in which `response_format` they accept. The client asks for a strict JSON
-schema first; a server that rejects it (400 naming response_format/json_schema, or 422) is asked
-for `json_object` mode instead, then for plain text, and the client remembers the downgrade for
-the rest of its life. The prompts describe the reply shape in words, so every mode works.
+schema first; a server that rejects it (400 naming response_format or the mode, 422, or a 5xx
+whose body names it: llama-cpp-python answers json_schema with HTTP 500) is asked for
+`json_object` mode with the schema written into the prompt (in words: small models copy a
+JSON-schema document instead of answering with an instance of it), then for plain text with the same
+instructions, and the client remembers the downgrade for the rest of its life (one run).
+`response_format` pins the first mode instead of negotiating from the top.
+
+Every request carries `max_tokens` sized by the caller to the reply it expects, so a model that
+rambles is cut off instead of holding a one-slot server for minutes. Concurrency adapts: the
+configured bound is the ceiling, halved on every timeout, 429 or 503 (a server that queues
+requests), and grown back by one after a run of successes.
 """
 
 from __future__ import annotations
@@ -23,7 +37,9 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -31,6 +47,11 @@ from pydantic import BaseModel, ValidationError
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
 from memctl.settings import mask_secrets
+
+try:  # the HTTP library under `openai`: httpx2 in recent releases, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - depends on the installed openai
+    import httpx as _http  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +62,18 @@ R = TypeVar("R", bound=BaseModel)
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: response_format modes, most to least structured; a client only ever moves down this list
 FORMAT_MODES = ("json_schema", "json_object", "text")
+#: values of the llm_response_format setting: negotiate from the top, or start at one mode
+FORMAT_SETTINGS = ("auto", *FORMAT_MODES)
+#: statuses that mean "busy", not "broken": retried however often they repeat, and they halve concurrency
+OVERLOAD_STATUSES = (429, 503)
+TRANSIENT_STATUSES = (429, 502, 503, 504)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
 # JSON-schema keywords kept in a strict schema: what OpenAI's structured outputs and the common
-# local servers (vLLM, llama.cpp, Ollama) all accept. Bounds and defaults are checked by pydantic.
-_KEPT_KEYWORDS = {"type", "properties", "required", "items", "enum", "const", "anyOf", "$ref", "$defs", "description"}
+# local servers (vLLM, llama.cpp, Ollama) all accept; pydantic checks every bound again on parsing.
+_KEPT_KEYWORDS = {
+    "type", "properties", "required", "items", "enum", "const", "anyOf", "$ref", "$defs", "minimum", "maximum",
+}
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -80,6 +108,115 @@ def strip_fences(text: str) -> str:
     return (match.group(1) if match else text).strip()
 
 
+def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None) -> str:
+    """Return a strict schema in words: what each key must hold.
+
+    Small models copy a JSON-schema document they are shown instead of answering with an
+    instance of it (SmolLM2-135M did, every time), so the prompt states the schema in words.
+    """
+    defs = node.get("$defs", {}) if defs is None else defs
+    if "$ref" in node:
+        return describe_schema(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:
+        return " or ".join(describe_schema(option, defs) for option in node["anyOf"])
+    if "enum" in node:
+        return "exactly one of " + ", ".join(json.dumps(v) for v in node["enum"])
+    kind = node.get("type")
+    if kind == "object":
+        keys = "; ".join(f'"{name}": {describe_schema(sub, defs)}' for name, sub in node.get("properties", {}).items())
+        return f"a JSON object with exactly these keys ({keys})"
+    if kind == "array":
+        return "a list of " + describe_schema(node.get("items", {}), defs).replace("a string", "strings")
+    if kind == "number" and "minimum" in node and "maximum" in node:
+        return f"a number from {node['minimum']:g} to {node['maximum']:g}"
+    return {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}.get(
+        str(kind), "a JSON value"
+    )
+
+
+def schema_instructions(reply_model: type[BaseModel], mode: str) -> str:
+    """Return what is appended to the user message when the server cannot enforce the schema."""
+    text = f"\n\nYour reply must be {describe_schema(strict_schema(reply_model))}."
+    if mode == "text":
+        text += "\nReply with that JSON object only: no markdown fences, no text before or after it."
+    return text
+
+
+class CallTimeout(Exception):
+    """One HTTP call went past its wall-clock deadline."""
+
+
+class CallDropped(Exception):
+    """The connection broke while the body was being read."""
+
+
+class ReplyTooLarge(Exception):
+    """The HTTP body went past the size cap; `head` is its beginning, as received."""
+
+    def __init__(self, message: str, head: str) -> None:
+        super().__init__(message)
+        self.head = head
+
+
+class Limiter:
+    """A concurrency bound that halves on overload and grows back by one after steady success."""
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        self.limit = ceiling
+        self._in_flight = 0
+        self._streak = 0
+        self._cond = threading.Condition()
+
+    def acquire(self) -> None:
+        with self._cond:
+            while self._in_flight >= self.limit:
+                self._cond.wait()
+            self._in_flight += 1
+
+    def release(self, overloaded: bool) -> bool:
+        """Release a slot; return True when this release lowered the bound."""
+        with self._cond:
+            self._in_flight -= 1
+            lowered = False
+            if overloaded:
+                self._streak = 0
+                if self.limit > 1:
+                    self.limit = max(1, self.limit // 2)
+                    lowered = True
+            else:
+                self._streak += 1
+                if self.limit < self.ceiling and self._streak >= 2 * self.limit:
+                    self.limit += 1
+                    self._streak = 0
+            self._cond.notify_all()
+            return lowered
+
+
+class CallLog:
+    """Append every request and reply to a JSON Lines file, secrets scrubbed."""
+
+    def __init__(self, path: Union[str, Path], scrub: Callable[[str], str]) -> None:
+        self.path = Path(path)
+        self._scrub = scrub
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot open the LLM log {self.path}: {exc.strerror or exc}") from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = self._scrub(json.dumps(record, ensure_ascii=False, default=str))
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
 class LLMClient:
     """Calls an OpenAI-compatible chat endpoint with retries, format fallback and bounded concurrency."""
 
@@ -96,6 +233,10 @@ class LLMClient:
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
         max_reply_chars: int = 100_000,
+        response_format: str = "auto",
+        system_role: str = "system",
+        log_path: Union[str, Path, None] = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if not base_url and not api_key:
             raise ConfigError("LLM: set a base_url (OpenAI-compatible server) or an API key (api.openai.com)")
@@ -109,6 +250,10 @@ class LLMClient:
             raise ConfigError(f"LLM concurrency must be at least 1, not {concurrency}")
         if backoff_base < 0 or backoff_max < 0 or max_retry_after < 0:
             raise ConfigError("LLM backoff settings must not be negative")
+        if response_format not in FORMAT_SETTINGS:
+            raise ConfigError(f"llm_response_format must be one of {', '.join(FORMAT_SETTINGS)} (got {response_format!r})")
+        if system_role not in ("system", "user", "auto"):
+            raise ConfigError(f"llm_system_role must be system, user or auto (got {system_role!r})")
         self.base_url = str(base_url).rstrip("/") if base_url else OPENAI_BASE_URL
         self.model = model
         self.timeout = float(timeout)
@@ -119,14 +264,21 @@ class LLMClient:
         self.max_retry_after = max_retry_after
         self.max_reply_chars = max_reply_chars
         # Local servers ignore the key, but the openai package insists on one.
-        self._secret = api_key or ""
+        self._secrets = [s for s in (api_key or "", *secrets) if s]
         self._openai = openai.OpenAI(
             base_url=self.base_url, api_key=api_key or "unused", timeout=self.timeout, max_retries=0
         )
-        self._slots = threading.BoundedSemaphore(concurrency)
+        self._limiter = Limiter(concurrency)
         self._mode_lock = threading.Lock()
-        self._mode = 0
+        self._mode = 0 if response_format == "auto" else FORMAT_MODES.index(response_format)
+        self._token_param = "max_tokens"
+        self._system_role = system_role
         self._rng = random.Random()
+        self._counts_lock = threading.Lock()
+        self._counts: dict[str, int] = dict.fromkeys(
+            ("requests", "retries", "timeouts", "formatFallbacks", "concurrencyBackoffs", "deterministicErrors"), 0
+        )
+        self._log = CallLog(log_path, self._scrub) if log_path else None
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, format={self.response_format_mode!r})"
@@ -136,9 +288,30 @@ class LLMClient:
         """The response_format mode requests use now: json_schema, json_object or text."""
         return FORMAT_MODES[self._mode]
 
+    @property
+    def concurrency_now(self) -> int:
+        """The concurrency bound in force now (the configured one, or less after overload)."""
+        return self._limiter.limit
+
+    @property
+    def system_role(self) -> str:
+        """Where the instructions go: system (a system message) or user (folded into the user message)."""
+        return self._system_role
+
+    def counters(self) -> dict[str, int]:
+        """Return how many requests, retries, timeouts, format fallbacks and back-offs happened so far."""
+        with self._counts_lock:
+            return dict(self._counts)
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._counts_lock:
+            self._counts[name] += n
+
     def close(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pool (and the call log)."""
         self._openai.close()
+        if self._log is not None:
+            self._log.close()
 
     def __enter__(self) -> "LLMClient":
         return self
@@ -147,43 +320,65 @@ class LLMClient:
         self.close()
 
     # -- public API ------------------------------------------------------------------------
-    def complete_json(self, system: str, user: str, reply_model: type[R], schema_name: str) -> JudgeResult[R]:
+    def complete_json(
+        self, system: str, user: str, reply_model: type[R], schema_name: str, max_tokens: Optional[int] = None
+    ) -> JudgeResult[R]:
         """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`."""
         if not _SCHEMA_NAME.match(schema_name):
             raise ConfigError(f"schema_name must match {_SCHEMA_NAME.pattern}, not {schema_name!r}")
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        if self._system_role == "auto":
+            self.probe_system_message()
         calls = 0
         attempt = 0
         usage = Usage()
+        last_error: Optional[tuple[int, str]] = None
         while True:
             calls += 1
+            self._limiter.acquire()
+            overloaded = False
+            # Read after a slot is free: another call may have downgraded the format meanwhile.
+            mode = self._mode
             try:
-                with self._slots:
-                    # Read once a slot is free: another call may have downgraded the format meanwhile.
-                    mode = self._mode
-                    response = self._openai.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        temperature=0,
-                        response_format=self._response_format(mode, reply_model, schema_name),
-                    )
+                data = self._call(
+                    self._messages(system, user, reply_model, mode), reply_model, schema_name, mode, max_tokens
+                )
             except openai.APIStatusError as exc:
+                overloaded = exc.status_code in OVERLOAD_STATUSES
                 if self._rejects_format(exc, mode):
                     self._downgrade(mode, exc)
                     continue
+                if self._rejects_max_tokens(exc):
+                    continue
                 reason = f"HTTP {exc.status_code}: {self._describe(exc)}"
                 retryable, hint = exc.status_code == 429 or exc.status_code >= 500, exc.response
-            except openai.APITimeoutError:
+                if retryable and exc.status_code not in TRANSIENT_STATUSES:
+                    body = (exc.status_code, self._describe(exc))
+                    if body == last_error:
+                        self._count("deterministicErrors")
+                        return self._failure(f"{reason} (the same error twice: not retried)", usage, calls, retried=False)
+                    last_error = body
+            except (openai.APITimeoutError, CallTimeout):
+                overloaded = True
+                self._count("timeouts")
                 reason, retryable, hint = f"timed out after {self.timeout:g}s", True, None
             except openai.APIConnectionError as exc:
                 reason, retryable, hint = f"connection error: {self._describe(exc.__cause__ or exc)}", True, None
+            except CallDropped as exc:
+                reason, retryable, hint = f"connection error: {self._describe(exc)}", True, None
+            except ReplyTooLarge as exc:
+                return self._failure(f"reply too large ({exc})", usage, calls, raw=exc.head, retried=False)
             except Exception as exc:  # noqa: BLE001 - a per-call failure must not abort the phase
                 reason = f"malformed response: {type(exc).__name__}: {self._describe(exc)}"
                 return self._failure(reason, usage, calls, retried=False)
             else:
-                return self._parse(response, reply_model, usage, calls)
+                return self._parse(data, reply_model, usage, calls)
+            finally:
+                if self._limiter.release(overloaded):
+                    self._count("concurrencyBackoffs")
+                    log.warning("LLM server is overloaded (%s); concurrency lowered to %d", "timeout/429/503", self._limiter.limit)
             if not retryable or attempt >= self.max_retries:
                 return self._failure(reason, usage, calls)
+            self._count("retries")
             self._sleep_before_retry(attempt, reason, hint)
             attempt += 1
 
@@ -195,32 +390,169 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)), thread_name_prefix="memctl-llm") as pool:
             return list(pool.map(fn, items))
 
+    def probe_system_message(self) -> bool:
+        """Find out once whether the server reads the system message; fold it into the user message if not.
+
+        Two one-token requests that differ only by a system message: a server whose chat
+        template drops system messages reports the same prompt_tokens for both. Returns whether
+        the system message is kept (True when the server reports no usage: nothing to go on).
+        """
+        with self._mode_lock:
+            if self._system_role != "auto":
+                return self._system_role == "system"
+            self._system_role = "system"  # while probing, and if the probe tells nothing
+        user = [{"role": "user", "content": "Say OK."}]
+        system = [{"role": "system", "content": "You are a careful assistant. Answer in one word, in English."}]
+        counts = []
+        for messages in (user, system + user):
+            try:
+                data = self._call(messages, None, "probe", len(FORMAT_MODES) - 1, 1)
+                counts.append(int((data.get("usage") or {}).get("prompt_tokens") or 0))
+            except Exception as exc:  # noqa: BLE001 - a probe that fails decides nothing
+                log.debug("system-message probe failed: %s", exc)
+                return True
+        if counts[0] and counts[0] == counts[1]:
+            with self._mode_lock:
+                self._system_role = "user"
+            log.warning(
+                "LLM server drops the system message (prompt tokens %d with and without it); "
+                "memctl puts its instructions in the user message (set llm_system_role = \"user\" to skip this probe)",
+                counts[0],
+            )
+            return False
+        return True
+
     # -- internals -------------------------------------------------------------------------
-    def _response_format(self, mode: int, reply_model: type[BaseModel], schema_name: str) -> Any:
+    def _messages(self, system: str, user: str, reply_model: Optional[type[BaseModel]], mode: int) -> list[dict[str, str]]:
+        if reply_model is not None and FORMAT_MODES[mode] != "json_schema":
+            user = user + schema_instructions(reply_model, FORMAT_MODES[mode])
+        if self._system_role == "user":
+            return [{"role": "user", "content": f"{system}\n\n---\n\n{user}"}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _call(
+        self, messages: list[dict[str, str]], reply_model: Optional[type[BaseModel]], schema_name: str, mode: int,
+        max_tokens: Optional[int],
+    ) -> dict[str, Any]:
+        """Make one HTTP call within the deadline; return the decoded JSON body."""
+        self._count("requests")
+        params: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+        rf = self._response_format(mode, reply_model, schema_name) if reply_model is not None else None
+        if rf is not None:
+            params["response_format"] = rf
+        if max_tokens:
+            params[self._token_param] = int(max_tokens)
+        started = time.monotonic()
+        deadline = started + self.timeout
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def worker() -> None:
+            try:
+                outcome["body"] = self._fetch(params, deadline)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=worker, name="memctl-llm-call", daemon=True).start()
+        finished = done.wait(self.timeout + 0.05)
+        seconds = time.monotonic() - started
+        error = outcome.get("error") if finished else CallTimeout(f"no complete reply within {self.timeout:g}s")
+        if self._log is not None:
+            self._log_call(params, schema_name, seconds, outcome.get("body") if finished else None, error)
+        if error is not None:
+            raise error
+        raw = outcome["body"]
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"the body is not JSON ({exc}): {raw[:120]!r}") from None
+        if not isinstance(data, dict):
+            raise ValueError("the body is not a JSON object")
+        return data
+
+    def _fetch(self, params: dict[str, Any], deadline: float) -> bytes:
+        remaining = max(0.01, deadline - time.monotonic())
+        client = self._openai.with_options(timeout=remaining)
+        cap = 4 * self.max_reply_chars + 65536
+        chunks: list[bytes] = []
+        size = 0
+        with client.chat.completions.with_streaming_response.create(**params) as response:
+            try:
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > cap:
+                        raise ReplyTooLarge(f"body over {cap} bytes", b"".join(chunks)[:2000].decode("utf-8", "replace"))
+                    if time.monotonic() > deadline:
+                        raise CallTimeout(f"body still arriving after {self.timeout:g}s")
+            except _http.TimeoutException:
+                raise CallTimeout(f"body stalled within {self.timeout:g}s") from None
+            except _http.TransportError as exc:
+                raise CallDropped(f"{type(exc).__name__}: {exc}") from None
+        return b"".join(chunks)
+
+    def _log_call(
+        self, params: dict[str, Any], schema_name: str, seconds: float, body: Optional[bytes], error: Optional[BaseException]
+    ) -> None:
+        assert self._log is not None
+        record: dict[str, Any] = {
+            "at": datetime.now(timezone.utc).isoformat(),
+            "model": self.model,
+            "schema": schema_name,
+            "responseFormat": (params.get("response_format") or {}).get("type", "text"),
+            "maxTokens": params.get(self._token_param),
+            "messages": params["messages"],
+            "seconds": round(seconds, 3),
+        }
+        if body is not None:
+            try:
+                record["reply"] = json.loads(body)
+            except ValueError:
+                record["reply"] = body[:20000].decode("utf-8", "replace")
+        if error is not None:
+            status = getattr(error, "status_code", None)
+            record["error"] = f"HTTP {status}: {self._describe(error)}" if status else f"{type(error).__name__}: {error}"
+            if isinstance(error, openai.APIStatusError):
+                record["errorBody"] = error.body
+        self._log.write(record)
+
+    def _response_format(self, mode: int, reply_model: Optional[type[BaseModel]], schema_name: str) -> Optional[dict[str, Any]]:
         kind = FORMAT_MODES[mode]
-        if kind == "json_schema":
+        if kind == "json_schema" and reply_model is not None:
             return {
                 "type": "json_schema",
                 "json_schema": {"name": schema_name, "strict": True, "schema": strict_schema(reply_model)},
             }
         if kind == "json_object":
             return {"type": "json_object"}
-        return openai.omit
+        return None
 
     def _rejects_format(self, exc: openai.APIStatusError, mode: int) -> bool:
         if mode + 1 >= len(FORMAT_MODES):
             return False
         if exc.status_code == 422:
             return True
-        if exc.status_code != 400:
+        if exc.status_code != 400 and exc.status_code < 500:
             return False
         text = f"{exc.message} {exc.body}".lower()
-        return "response_format" in text or FORMAT_MODES[mode] in text
+        return "response_format" in text or FORMAT_MODES[mode] in text or FORMAT_MODES[mode].replace("_", " ") in text
+
+    def _rejects_max_tokens(self, exc: openai.APIStatusError) -> bool:
+        # OpenAI's reasoning models take max_completion_tokens and refuse max_tokens by name.
+        text = f"{exc.message} {exc.body}"
+        if exc.status_code == 400 and self._token_param == "max_tokens" and "max_completion_tokens" in text:
+            with self._mode_lock:
+                self._token_param = "max_completion_tokens"
+            return True
+        return False
 
     def _downgrade(self, mode: int, exc: openai.APIStatusError) -> None:
         with self._mode_lock:
             if self._mode == mode:
                 self._mode = mode + 1
+                self._count("formatFallbacks")
                 log.warning(
                     "LLM server rejected response_format %s (HTTP %s); using %s from now on",
                     FORMAT_MODES[mode],
@@ -258,17 +590,17 @@ class LLMClient:
             return None
         return min(max(value, 0.0), self.max_retry_after)
 
-    def _parse(self, response: Any, reply_model: type[R], usage: Usage, calls: int) -> JudgeResult[R]:
+    def _parse(self, data: dict[str, Any], reply_model: type[R], usage: Usage, calls: int) -> JudgeResult[R]:
         try:
-            u = response.usage
-            if u is not None:
-                usage = usage + Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
-            choice = response.choices[0]
-            content = choice.message.content
-            finish = choice.finish_reason
-        except (AttributeError, IndexError, TypeError, ValueError):
+            u = data.get("usage")
+            if isinstance(u, dict):
+                usage = usage + Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
+            finish = choice.get("finish_reason")
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             return self._failure("malformed response: no choices[0].message", usage, calls, retried=False)
-        if not content or not content.strip():
+        if not isinstance(content, str) or not content.strip():
             return self._failure(f"empty reply (finish_reason={finish})", usage, calls, retried=False)
         if len(content) > self.max_reply_chars:
             return self._failure(
@@ -280,12 +612,12 @@ class LLMClient:
             )
         text = strip_fences(content)
         try:
-            data = json.loads(text)
+            parsed = json.loads(text)
         except ValueError as exc:
             note = " (finish_reason=length: reply cut off)" if finish == "length" else ""
             return self._failure(f"reply is not JSON: {exc}{note}", usage, calls, raw=content, retried=False)
         try:
-            reply = reply_model.model_validate(data)
+            reply = reply_model.model_validate(parsed)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
@@ -316,4 +648,4 @@ class LLMClient:
         return self._scrub(" ".join(text.split()))[:300]
 
     def _scrub(self, text: str) -> str:
-        return mask_secrets(text, [self._secret])
+        return mask_secrets(text, self._secrets)

@@ -18,8 +18,10 @@ def make_judge(settings: Settings) -> Judge:
         client = LLMClient(
             settings.llm_base_url, settings.llm_api_key, settings.llm_model,
             timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, concurrency=settings.llm_concurrency,
+            response_format=settings.llm_response_format, system_role=settings.llm_system_role,
+            log_path=settings.llm_log, secrets=settings.secrets(),
         )
-        return LLMJudge(client)
+        return LLMJudge(client, context_tokens=settings.llm_context_tokens, max_note_chars=settings.max_note_chars)
     if settings.llm_base_url and not settings.llm_model:
         raise ConfigError("llm_base_url is set but llm_model is not: set MEMCTL_LLM_MODEL (or unset the base URL to use the offline provider)")
     from memctl.llm.offline import OfflineJudge

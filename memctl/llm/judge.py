@@ -4,6 +4,10 @@ Each note's relative dates are normalised against its own created date before th
 rendered, so the model sees absolute dates whenever memctl can compute them (the prompt still
 asks it to convert any it finds). Replies are only parsed here; the phases validate IDs, types
 and lengths against the cluster or pair they asked about.
+
+Every question carries a reply budget (`max_tokens`, memctl/llm/budget.py), and with
+`context_tokens` set a question whose prompt and budget would not fit is answered here with
+the reason, without a request: a server would only fail it (or truncate the prompt silently).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from typing import Any, Optional, Sequence, Union
 
 from pydantic import BaseModel
 
+from memctl.llm import budget
 from memctl.llm.base import JudgeResult
-from memctl.llm.client import LLMClient
+from memctl.llm.client import LLMClient, schema_instructions
 from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
 from memctl.llm.replies import AbsorptionReply, ConsolidationReply, ContradictionReply
 from memctl.records import NoteRecord
@@ -61,10 +66,19 @@ def pair_data(note: NoteRecord) -> dict[str, Any]:
 class LLMJudge:
     """Answers the Judge questions by asking an LLM through an `LLMClient`. Thread-safe."""
 
-    def __init__(self, client: LLMClient, prompts_dir: Union[str, Path, None] = None) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        prompts_dir: Union[str, Path, None] = None,
+        *,
+        context_tokens: Optional[int] = None,
+        max_note_chars: int = 2000,
+    ) -> None:
         self.client = client
         self.model = client.model
         self.prompts_dir = prompts_dir
+        self.context_tokens = context_tokens
+        self.max_note_chars = max_note_chars
         self._prompts: dict[str, Prompt] = {}
         self._lock = threading.Lock()
 
@@ -84,22 +98,59 @@ class LLMJudge:
         """Return the sha256 of the template file used for `kind`."""
         return self.prompt(kind).sha256
 
+    def counters(self) -> dict[str, int]:
+        """Return the client's request, retry, timeout, fallback and back-off counts so far."""
+        return self.client.counters()
+
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
         """Ask for one note keeping every distinct fact of `notes` (a ConsolidationReply)."""
-        return self._ask("consolidate", [note_data(n) for n in notes], reference_date)
+        return self._ask("consolidate", [note_data(n) for n in notes], self._consolidation_budget(notes), reference_date)
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
         """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
-        return self._ask("contradiction", [pair_data(a), pair_data(b)])
+        return self._ask("contradiction", [pair_data(a), pair_data(b)], budget.VERDICT_REPLY_TOKENS)
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
         """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
-        return self._ask("absorb", {"broader": note_data(broader), "narrower": note_data(narrower)})
+        data = {"broader": note_data(broader), "narrower": note_data(narrower)}
+        return self._ask("absorb", data, budget.VERDICT_REPLY_TOKENS)
 
-    def _ask(self, kind: str, data: Any, reference_date: Optional[str] = None) -> JudgeResult:
-        _, reply_model, schema_name = KINDS[kind]
+    def consolidation_fits(self, notes: Sequence[NoteRecord], reference_date: str) -> bool:
+        """Return whether asking to consolidate `notes` fits the context window (always, without a limit)."""
+        if self.context_tokens is None:
+            return True
+        system, user = self._render("consolidate", [note_data(n) for n in notes], reference_date)
+        return self._overflow("consolidate", system, user, self._consolidation_budget(notes)) is None
+
+    def _consolidation_budget(self, notes: Sequence[NoteRecord]) -> int:
+        return budget.consolidation_reply_tokens([n.note for n in notes], self.max_note_chars)
+
+    def _render(self, kind: str, data: Any, reference_date: Optional[str] = None) -> tuple[str, str]:
         values = {"notes_json": notes_json(data)}
         if reference_date is not None:
             values["reference_date"] = str(reference_date)
-        system, user = self.prompt(kind).render(**values)
-        return self.client.complete_json(system, user, reply_model, schema_name)
+        return self.prompt(kind).render(**values)
+
+    def _overflow(self, kind: str, system: str, user: str, reply_tokens: int) -> Optional[str]:
+        """Return why the question would not fit the context window, or None."""
+        if self.context_tokens is None:
+            return None
+        text = system + user
+        mode = self.client.response_format_mode
+        if mode != "json_schema":
+            text += schema_instructions(KINDS[kind][1], mode)
+        needed = budget.estimate_tokens(text) + reply_tokens
+        if needed <= self.context_tokens:
+            return None
+        return (
+            f"not sent: about {needed} tokens (prompt ~{needed - reply_tokens} + reply {reply_tokens}) "
+            f"exceed llm_context_tokens = {self.context_tokens}"
+        )
+
+    def _ask(self, kind: str, data: Any, reply_tokens: int, reference_date: Optional[str] = None) -> JudgeResult:
+        _, reply_model, schema_name = KINDS[kind]
+        system, user = self._render(kind, data, reference_date)
+        too_big = self._overflow(kind, system, user, reply_tokens)
+        if too_big:
+            return JudgeResult(reply=None, error=too_big)
+        return self.client.complete_json(system, user, reply_model, schema_name, max_tokens=reply_tokens)

@@ -1,16 +1,22 @@
 """Pydantic models of the JSON replies memctl asks an LLM (or the offline provider) for.
 
 Replies are untrusted input: they are parsed strictly here, and checked against the
-cluster or pair they answer for by the phase that asked.
+cluster or pair they answer for by the phase that asked. The schemas leave a weak model as
+little room as possible: note types and verdicts are enums, confidences lie in 0..1, and a
+contradiction is ONE `verdict` field (a boolean plus a type could disagree with each other).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NOTE_TYPES = ("Preference", "Constraint", "Context", "Example", "Issue")
+NoteType = Literal["Preference", "Constraint", "Context", "Example", "Issue"]
+#: the contradiction verdicts; "none" is "not a contradiction"
+VERDICTS = ("none", "competing_value", "negation", "temporal_supersession")
+Verdict = Literal["none", "competing_value", "negation", "temporal_supersession"]
 
 
 class _Reply(BaseModel):
@@ -18,9 +24,18 @@ class _Reply(BaseModel):
 
 
 class ConsolidatedNote(_Reply):
-    type: str
+    type: NoteType
     content: str
     confidence: float = Field(ge=0.0, le=1.0)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_name(cls, value: Any) -> Any:
+        # "preference" names the Preference type; anything else fails the enum
+        if isinstance(value, str):
+            wanted = value.strip().lower()
+            return next((t for t in NOTE_TYPES if t.lower() == wanted), value)
+        return value
 
 
 class ConsolidationReply(_Reply):
@@ -33,12 +48,37 @@ class ConsolidationReply(_Reply):
 
 
 class ContradictionReply(_Reply):
-    """Answer to prompts/detect-contradictions.md."""
+    """Answer to prompts/detect-contradictions.md: one verdict, "none" when the notes are compatible.
 
-    isContradiction: bool
-    contradictionType: Literal["competing_value", "negation", "temporal_supersession", "none"] = "none"
+    The earlier two-field form (`isContradiction` + `contradictionType`), still produced by the
+    offline provider and found in older verdict caches, is read when `verdict` is absent; when
+    its two fields disagree the reply is invalid.
+    """
+
+    verdict: Verdict
     reason: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _two_field_form(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "verdict" in data or "isContradiction" not in data:
+            return data
+        flag, kind = data.get("isContradiction"), data.get("contradictionType", "none")
+        if not isinstance(flag, bool):
+            raise ValueError("isContradiction must be true or false")
+        if flag == (kind == "none"):
+            raise ValueError(f"isContradiction {str(flag).lower()} does not match contradictionType {kind!r}")
+        rest = {k: v for k, v in data.items() if k not in ("isContradiction", "contradictionType")}
+        return {**rest, "verdict": kind}
+
+    @property
+    def isContradiction(self) -> bool:  # noqa: N802 - the reply's JSON vocabulary
+        return self.verdict != "none"
+
+    @property
+    def contradictionType(self) -> str:  # noqa: N802
+        return self.verdict
 
 
 class AbsorptionReply(_Reply):

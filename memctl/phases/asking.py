@@ -4,6 +4,10 @@ Both LLM phases ask this way. A question whose key (kind, template hash, model, 
 the verdict cache is never asked again. The rest are asked with bounded concurrency; a reply
 that parses and that the phase's `valid` check accepts is cached, anything else is reported as
 an error for that question only and asked again next run.
+
+What the LLM client did meanwhile (retries, timeouts, response-format fallbacks, concurrency
+back-offs, deterministic errors not retried) is taken from its counters before and after, so a
+step's output says how hard the answers were to get.
 """
 
 from __future__ import annotations
@@ -47,12 +51,39 @@ class AskStats:
     failed: int = 0
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    #: the LLM client's counters over these questions: llmRetries, llmTimeouts, llmFormatFallbacks, ...
+    client: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         return {
             "llmCalls": self.calls, "questionsAsked": self.asked, "cacheHits": self.cached, "failedReplies": self.failed,
             "promptTokens": self.usage.prompt_tokens, "completionTokens": self.usage.completion_tokens, "tokens": self.usage.total,
+            **self.client,
         }
+
+
+#: client counter -> step output key
+CLIENT_COUNTERS = {
+    "retries": "llmRetries",
+    "timeouts": "llmTimeouts",
+    "formatFallbacks": "llmFormatFallbacks",
+    "concurrencyBackoffs": "llmConcurrencyBackoffs",
+    "deterministicErrors": "llmDeterministicErrors",
+}
+
+
+def client_counters(judge: Judge) -> dict[str, int]:
+    """Return the judge's client counters (none for the offline provider)."""
+    counters = getattr(judge, "counters", None)
+    return counters() if callable(counters) else {}
+
+
+def counters_since(judge: Judge, before: dict[str, int]) -> dict[str, int]:
+    """Return the step-output counts of what the judge's client did since `before` was taken."""
+    now = client_counters(judge)
+    if not now:
+        return {}
+    return {key: now.get(name, 0) - before.get(name, 0) for name, key in CLIENT_COUNTERS.items()}
 
 
 def question_key(judge: Judge, question: Question) -> str:
@@ -102,6 +133,7 @@ def ask_all(
         answers[to_ask[position]] = answer
         ctx.reporter.advance()
 
+    before = client_counters(judge)
     ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
     try:
         gather(one, to_ask, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered, f"while waiting for {judge.model}'s answers")
@@ -116,6 +148,7 @@ def ask_all(
     finally:
         ctx.reporter.finish()
     _tally(ctx, judge, questions, to_ask, answers, cacheable, cache, stats)
+    stats.client = counters_since(judge, before)
     return [a for a in answers if a is not None], stats
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
+from memctl.llm.budget import split_to_fit
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.llm.offline_judge import find_conflict
 from memctl.llm.offline_merge import order_notes
@@ -46,6 +47,7 @@ from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_k
 from memctl.phases.base import Overlay, PhaseContext, Scope
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
+from memctl.phases.safety import merge_loses
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
@@ -110,8 +112,6 @@ def consolidation_problem(question: Question, reply: ConsolidationReply, max_cha
     proposed = reply.consolidatedNote
     if proposed is None:
         return "shouldConsolidate is true but consolidatedNote is missing"
-    if canonical_type(proposed.type) is None:
-        return f"unknown note type {one_line(proposed.type, 40)!r} (allowed: {', '.join(NOTE_TYPES)})"
     content = proposed.content.strip()
     if not content:
         return "the consolidated note is empty"
@@ -236,6 +236,7 @@ class Tally:
     kept_apart: int = 0
     clusters_split: int = 0
     apart_reasons: list[str] = field(default_factory=list)
+    client: dict[str, int] = field(default_factory=dict)
 
     def add(self, stats: AskStats) -> None:
         self.asked += stats.asked
@@ -244,6 +245,8 @@ class Tally:
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
         self.completion_tokens += stats.usage.completion_tokens
+        for key, value in stats.client.items():
+            self.client[key] = self.client.get(key, 0) + value
 
 
 class ConsolidatePhase:
@@ -439,12 +442,12 @@ class ConsolidatePhase:
                     why = reasons[0] if reasons else f"{plural(len(contested & {members[i].id for i in cluster}), 'note')} contested by another note"
                     tally.apart_reasons.append(one_line(why))
                 for group in kept:
-                    cluster_notes = sorted(group, key=order_key)
-                    # The reference date is left out of the cache key on purpose: an unchanged cluster
-                    # is never asked twice (it only moves the prompt's 30-day age rule by a day).
-                    inputs = {"notes": [seen(n) for n in cluster_notes]}
-                    question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
-                    cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+                    for cluster_notes in _fitting(get_judge, sorted(group, key=order_key), reference_date, settings):
+                        # The reference date is left out of the cache key on purpose: an unchanged cluster
+                        # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                        inputs = {"notes": [seen(n) for n in cluster_notes]}
+                        question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
+                        cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
 
     def _ask_clusters(self, ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
@@ -480,6 +483,13 @@ class ConsolidatePhase:
             case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
             return
         assert reply.consolidatedNote is not None
+        if ctx.settings.consolidate_keep_every_sentence:
+            chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+            lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
+            if lost:
+                case.verdict = "invalid"
+                case.why = f"the merged note drops {plural(len(lost), 'sentence')} of its sources, first: {one_line(lost[0], 160)!r}"
+                return
         floor = ctx.settings.confidence_floor
         if reply.consolidatedNote.confidence < floor:
             case.verdict = "declined"
@@ -680,6 +690,20 @@ class ConsolidatePhase:
         )
 
 
+def _fitting(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str, settings: Any) -> list[list[NoteRecord]]:
+    """Return the cluster, or its parts when the whole would not fit the LLM's context window.
+
+    A cluster no part of which fits stays whole: the judge then answers it with the reason,
+    without a request, and the child step shows it.
+    """
+    if settings.llm_context_tokens is None:
+        return [notes]
+    fits = getattr(get_judge(), "consolidation_fits", None)
+    if fits is None:
+        return [notes]
+    return split_to_fit(notes, lambda part: fits(part, reference_date), settings.cluster_min_size) or [notes]
+
+
 def _ask_consolidation(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str) -> JudgeResult:
     return get_judge().consolidate(notes, reference_date)
 
@@ -789,4 +813,5 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "vectorsStored": vectors.stored,
         "vectorsCached": vectors.cached,
         "vectorsComputed": vectors.computed,
+        **tally.client,
     }

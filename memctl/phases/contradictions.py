@@ -44,6 +44,7 @@ from memctl.phases.asking import Answer, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, with_vectors
+from memctl.phases.safety import duplicates, loser_keeps, uniformity
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
@@ -139,8 +140,6 @@ def reply_problem(question: Question, reply: Any) -> Optional[str]:
     """Return why a parsed reply cannot be used, or None."""
     if not isinstance(reply, ContradictionReply):
         return f"not a contradiction reply ({type(reply).__name__})"
-    if reply.isContradiction == (reply.contradictionType == "none"):
-        return f"isContradiction {str(reply.isContradiction).lower()} does not match contradictionType {reply.contradictionType!r}"
     return None
 
 
@@ -174,6 +173,9 @@ class Tally:
     resolved: int = 0
     flagged: int = 0
     skipped_revoked: int = 0
+    duplicates: int = 0
+    distrusted: int = 0
+    distrust_reason: str = ""
 
 
 class ContradictionPhase:
@@ -288,7 +290,7 @@ class ContradictionPhase:
             touched = {mu.record_id for unit in plan.units for mu in unit.mutations}
             for i, key in enumerate(partition_of):
                 answer = answered.get(i)
-                if answer is None or answer.reply is None or touched & set(candidates[i].ids):
+                if answer is None or answer.reply is None or touched & set(candidates[i].ids) or tally.distrusted:
                     unsettled.add(key)
             marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
         failures = [a.error for a in answers if a.reply is None]
@@ -305,8 +307,11 @@ class ContradictionPhase:
             "contradictionsFlagged": tally.flagged,
             "lowConfidence": tally.low_confidence,
             "skippedNoteAlreadyRevoked": tally.skipped_revoked,
+            "duplicatesNotContradictions": tally.duplicates,
+            "verdictsDistrusted": tally.distrusted,
             "failedReplies": stats.failed,
             "pairsLeftForNextRun": left,
+            **stats.client,
         }
         if failures:
             plan.output["failures"] = [f for f in failures[:20] if f]
@@ -315,7 +320,10 @@ class ContradictionPhase:
             f"{plural(tally.found, 'contradiction')}: {tally.resolved} resolved, {tally.flagged} flagged for review"
             + (f"; {stats.failed} failed replies" if stats.failed else "")
             + (f"; {left} left for the next run (max {plan.input['maxPairs']} asked per run)" if left else "")
+            + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
         )
+        if tally.distrust_reason:
+            plan.output["distrustReason"] = tally.distrust_reason
         if stats.asked and stats.failed == stats.asked:
             # the judge gave no usable answer at all: broken configuration or server, an operator must know
             plan.outcome = "failed"
@@ -340,7 +348,10 @@ class ContradictionPhase:
 
     def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally) -> list[Unit]:
         """Turn verdicts into units: revocations first (in priority order), then flags."""
-        floor = ctx.settings.confidence_floor
+        settings = ctx.settings
+        floor = settings.confidence_floor
+        replies = [answer.reply for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
+        uniform = uniformity([r.isContradiction for r in replies], settings.uniform_min_pairs, settings.uniform_share)
         contradictions: list[tuple[Candidate, ContradictionReply]] = []
         for pair, answer in judged:
             reply = answer.reply
@@ -350,7 +361,14 @@ class ContradictionPhase:
                 tally.low_confidence += 1
                 continue
             tally.found += 1
+            if duplicates(pair.a, pair.b):
+                tally.duplicates += 1  # the same facts twice: consolidation's business, never a revocation
+                continue
             contradictions.append((pair, reply))
+        if uniform.distrusted:
+            tally.distrusted = len(contradictions)
+            tally.distrust_reason = uniform.reason()
+            return []
 
         units: list[Unit] = []
         revoked: set[str] = set()
@@ -370,6 +388,10 @@ class ContradictionPhase:
                 why = f"note {decided.winner.id} would win as {decided.rule}, "
                 why += f"but note {decided.loser.id} is {kept_safe} and memctl never revokes it"
                 to_flag.append((pair, reply, why))
+                continue
+            would_lose = loser_keeps(decided.loser, decided.winner)
+            if would_lose:
+                to_flag.append((pair, reply, f"note {decided.winner.id} would win as {decided.rule}, but {would_lose}"))
                 continue
             revoked.add(decided.loser.id)
             tally.resolved += 1

@@ -1,0 +1,50 @@
+"""Token budgets: how long a reply may be, and whether a question fits the model's context.
+
+memctl has no tokenizer for an arbitrary server's model, so prompt sizes are estimated from
+characters, on the safe side: one token per 3 characters (English prose runs near 4) plus 16
+per UUID (hex IDs split into many tokens). A question whose estimated prompt plus its reply
+budget exceeds `llm_context_tokens` is never sent: a cluster is split into parts that fit (each
+at least the minimum cluster size), and what cannot fit is reported with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Optional, Sequence, TypeVar
+
+T = TypeVar("T")
+
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: reply budget of a contradiction or absorption verdict: an enum, a sentence, a number
+VERDICT_REPLY_TOKENS = 256
+#: fixed part of a consolidation reply (keys, type, confidence, reason) and the part per source ID
+CONSOLIDATION_BASE_TOKENS = 256
+PER_SOURCE_TOKENS = 40
+
+
+def estimate_tokens(text: str) -> int:
+    """Return a generous estimate of the tokens `text` takes."""
+    return math.ceil(len(text) / 3) + 16 * len(_GUID.findall(text))
+
+
+def consolidation_reply_tokens(contents: Sequence[str], max_note_chars: int) -> int:
+    """Return the max_tokens of a consolidation reply: room for every fact of the sources, once."""
+    note = min(sum(len(c) for c in contents), max_note_chars)
+    return CONSOLIDATION_BASE_TOKENS + PER_SOURCE_TOKENS * len(contents) + math.ceil(note / 3)
+
+
+def split_to_fit(items: Sequence[T], fits: Callable[[Sequence[T]], bool], min_size: int) -> Optional[list[list[T]]]:
+    """Return `items` cut into consecutive parts that each fit, as few parts as possible.
+
+    Every part has at least `min_size` items; a remainder smaller than that is left out (as
+    clustering leaves out fragments below the minimum). None when no part size works.
+    """
+    if fits(items):
+        return [list(items)]
+    for size in range(len(items) - 1, min_size - 1, -1):
+        parts = [list(items[i : i + size]) for i in range(0, len(items), size)]
+        parts = [p for p in parts if len(p) >= min_size]
+        if parts and all(fits(p) for p in parts):
+            return parts
+    return None

