@@ -63,8 +63,14 @@ def _state() -> State:
     return _STATE
 
 
-out = SafeConsole(highlight=False, soft_wrap=True, markup=False)
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, markup=False)
+def _consoles() -> tuple[SafeConsole, SafeConsole]:
+    """Consoles for stdout and stderr. Rich reads the terminal's settings (COLUMNS, TTY_COMPATIBLE,
+    NO_COLOR) when a console is made, so every invocation makes its own."""
+    return (SafeConsole(highlight=False, soft_wrap=True, markup=False),
+            SafeConsole(stderr=True, highlight=False, soft_wrap=True, markup=False))
+
+
+out, err = _consoles()
 
 
 def guarded(fn: F) -> F:
@@ -176,8 +182,9 @@ def main_options(
     log_llm: Optional[Path] = typer.Option(None, "--log-llm", help="Append every LLM request and reply to FILE as JSON Lines (secrets scrubbed). Env: MEMCTL_LLM_LOG.", metavar="FILE"),
 ) -> None:
     """Keep an AI agent memory store healthy."""
-    global _STATE
+    global _STATE, out, err
     _STATE = state = State()
+    out, err = _consoles()
     state.flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now,
                    "llm_log": str(log_llm) if log_llm else None}
     state.config = str(config) if config else None

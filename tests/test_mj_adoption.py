@@ -53,8 +53,10 @@ def _seed(store: MjDb) -> dict[str, str]:
         conn.exec_driver_sql(f"""INSERT INTO "{s}"."User" ("ID", "Name", "Email", "Type", "IsActive") VALUES ('{ids["user"]}', 'Ann', 'ann@example.com', 'User', true)""")
         conn.exec_driver_sql(f"""INSERT INTO "{s}"."User" ("ID", "Name", "Email", "Type", "IsActive") VALUES ('{ids["gone"]}', 'Bob', 'bob@example.com', 'User', false)""")
     st = Store(store.engine)
-    for i in range(4):
-        st.note(f"User prefers email for invoice number {i}.", AgentID=ids["agent"], UserID=ids["user"])
+    # one fact said four ways (distinct invoice numbers would be four facts, kept apart: issue 13)
+    for text in ("User prefers email for invoices.", "User prefers email for invoices.",
+                 "The user prefers email for invoices.", "User prefers email for invoices and receipts."):
+        st.note(text, AgentID=ids["agent"], UserID=ids["user"])
     st.note("User likes tea.", AgentID=ids["agent"], UserID=ids["user"], ExpiresAt=NOW - days(1))
     ids["orphan"] = st.note("User works nights.", AgentID=ids["agent"], UserID=ids["gone"])
     ids["expired_example"] = st.example(AgentID=ids["agent"], ExpiresAt=NOW - days(1))
@@ -212,7 +214,8 @@ def test_capabilities_come_from_the_constraint_not_the_version(mj_db: MjDb) -> N
 
 def test_dream_on_mj_runs_every_phase_within_mj_constraints(mj_db: MjDb) -> None:
     ids = _seed(mj_db)
-    result = _cli(mj_db, "dream", "--force", "--json")
+    # at the seed's clock: on today's, every seeded note is months without access and archived stale
+    result = _cli(mj_db, "--now", NOW.isoformat(), "dream", "--force", "--json")
     assert result.exit_code == 0, result.output
     outcomes = {p["phase"]: p["outcome"] for p in json.loads(result.output)["phases"]}
     assert outcomes == {"consolidate": "done", "contradictions": "no items", "prune": "done", "archive": "done"}

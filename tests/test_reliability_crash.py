@@ -129,10 +129,13 @@ def memctl_env(db: Db, stub: Optional[StubProcess] = None, **extra: str) -> dict
     return env
 
 
-def start_dream(db: Db, now: datetime, stub: Optional[StubProcess]) -> subprocess.Popen:
+def start_dream(db: Db, now: datetime, stub: Optional[StubProcess], read: bool = True) -> subprocess.Popen:
+    """Start a dream; with `read` False its output is thrown away (nobody drains a pipe of a dream
+    that is watched until it is killed, and a report longer than the pipe's buffer would block it)."""
+    where = subprocess.PIPE if read else subprocess.DEVNULL
     return subprocess.Popen(
         [sys.executable, "-m", "memctl", "--now", now.isoformat(), "dream", "--force", "--json"],
-        env=memctl_env(db, stub), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=db.path,
+        env=memctl_env(db, stub), stdout=where, stderr=where, text=True, cwd=db.path,
     )
 
 
@@ -242,7 +245,7 @@ class KillReport:
 def kill_once(db: Db, now: datetime, strategy: str, rng: random.Random, calibrated: float, stub: StubProcess) -> KillReport:
     """Start a dream, SIGKILL it at a moment chosen by `strategy`; say where it died."""
     before = set(runs(db))
-    proc = start_dream(db, now, stub)
+    proc = start_dream(db, now, stub, read=False)
     in_flight = False
     try:
         if strategy == "timed":
@@ -262,8 +265,6 @@ def kill_once(db: Db, now: datetime, strategy: str, rng: random.Random, calibrat
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=60)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
     new = [r for rid, r in runs(db).items() if rid not in before]
     if not new:
         return KillReport(strategy, "before its run record", 0)

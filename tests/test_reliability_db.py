@@ -328,8 +328,12 @@ def test_an_application_writing_while_a_dream_runs_loses_no_update(db: Db, tmp_p
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "OPENAI_"))}
         env.update(db.env())
         env.update({"MEMCTL_LLM_BASE_URL": stub.base_url, "MEMCTL_LLM_MODEL": "stub-model", "MEMCTL_LLM_API_KEY": KEY})
+        # Files, not pipes: the loop below does not read while the dream runs, and a report of
+        # more than a pipe's buffer (64 KiB; the --json report carries every change's texts)
+        # would block the dream on its write for ever.
+        stdout, stderr = (tmp_path / "dream.out").open("w+"), (tmp_path / "dream.err").open("w+")
         proc = subprocess.Popen([sys.executable, "-m", "memctl", "--now", NOW.isoformat(), "dream", "--force", "--json"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                                env=env, stdout=stdout, stderr=stderr, text=True, cwd=tmp_path)
         number = 0
         while proc.poll() is None:
             note = rng.choice(targets)
@@ -341,7 +345,9 @@ def test_an_application_writing_while_a_dream_runs_loses_no_update(db: Db, tmp_p
                     AccessCount=m.note.c.AccessCount + 1, __mj_UpdatedAt=NOW + timedelta(seconds=number),
                 ))
             edits.append((note, marker))
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+    out, err = (tmp_path / "dream.out").read_text(), (tmp_path / "dream.err").read_text()
+    stdout.close(), stderr.close()
     assert proc.returncode == 0, err
     report = json.loads(out)
     assert report["status"] == "completed"
