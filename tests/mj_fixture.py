@@ -77,38 +77,17 @@ NEWEST_ONLY = {
 }
 
 
-class _utcnow(FunctionElement):  # type: ignore[type-arg]
-    """MJ's timestamp default: GETUTCDATE() on SQL Server, NOW() on PostgreSQL."""
-
-    type = sa.DateTime(timezone=True)
-    inherit_cache = True
-
-
-@compiles(_utcnow, "mssql")
-def _utcnow_mssql(element, compiler, **kw):  # type: ignore[no-untyped-def]
-    return "GETUTCDATE()"
+def _dialect_default(name: str, kind: sa.types.TypeEngine, mssql: str, other: str) -> type[FunctionElement]:  # type: ignore[type-arg]
+    """A server default spelled `mssql` on SQL Server and `other` elsewhere (PostgreSQL)."""
+    element = type(name, (FunctionElement,), {"type": kind, "inherit_cache": True})
+    compiles(element, "mssql")(lambda element, compiler, **kw: mssql)
+    compiles(element)(lambda element, compiler, **kw: other)
+    return element
 
 
-@compiles(_utcnow)
-def _utcnow_default(element, compiler, **kw):  # type: ignore[no-untyped-def]
-    return "NOW()"
-
-
-class _newid(FunctionElement):  # type: ignore[type-arg]
-    """MJ's key default: NEWSEQUENTIALID() on SQL Server, gen_random_uuid() on PostgreSQL."""
-
-    type = sa.Uuid()
-    inherit_cache = True
-
-
-@compiles(_newid, "mssql")
-def _newid_mssql(element, compiler, **kw):  # type: ignore[no-untyped-def]
-    return "NEWSEQUENTIALID()"
-
-
-@compiles(_newid)
-def _newid_default(element, compiler, **kw):  # type: ignore[no-untyped-def]
-    return "gen_random_uuid()"
+# MJ's timestamp default and key default
+_utcnow = _dialect_default("_utcnow", sa.DateTime(timezone=True), "GETUTCDATE()", "NOW()")
+_newid = _dialect_default("_newid", sa.Uuid(), "NEWSEQUENTIALID()", "gen_random_uuid()")
 
 
 def snake(name: str) -> str:
