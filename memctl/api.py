@@ -109,10 +109,11 @@ def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = Non
     planned refuses the plan (exit 2) before anything is written.
     """
     from memctl.plancheck import check_plan
+    from memctl.store.capabilities import archive_statuses
 
     plan = load_plan(path)
-    check_plan(plan, settings, source=str(path))
     engine = engine or open_store(settings)
+    check_plan(plan, settings, source=str(path), archive_statuses=archive_statuses(engine, settings.db_schema))
     scope = plan.scope or {}
     ctx = context(settings, engine, RunOptions(agent=scope.get("agent"), shard=scope.get("shard")), reporter)
     phases = [FixedPlanPhase(p) for p in plan.phases]

@@ -602,7 +602,7 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         children = [c for p in (run.plan.phases if run.plan else []) for c in p.children]
         result.problems = [str(c.output.get("reason")) for c in children if c.output.get("verdict") in ("invalid", "failed")][:EXAMPLES]
         if phase.outcome == "failed":
-            result.error = f"the consolidate phase failed: {phase.error}"
+            result.error = f"no usable judge answer: the consolidate phase failed: {phase.error}"
         elif result.clusters["found"] and not (result.clusters["consolidated"] or result.clusters["declined"]):
             # every cluster failed or got a reply memctl rejected: no usable answer at all
             first = result.problems[0] if result.problems else "no reason recorded"

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Iterator, Mapping, Optional
 
 import sqlalchemy as sa
 
+from memctl.embed.stored import decode_vector
 from memctl.errors import InputError
 from memctl.plan import GUARD_COLUMNS, SCOPE_COLUMNS, Mutation, Plan, Unit
 from memctl.records import note_record
@@ -56,8 +57,17 @@ class PlanRefused(InputError):
     """The plan asks for something memctl never plans; nothing was applied."""
 
 
-def check_plan(plan: Plan, settings: Settings, source: str = "plan") -> None:
-    """Raise PlanRefused naming the first action of `plan` that memctl could not have planned."""
+def check_plan(plan: Plan, settings: Settings, source: str = "plan", archive_statuses: Optional[Mapping[str, frozenset[str]]] = None) -> None:
+    """Raise PlanRefused naming the first action of `plan` that memctl could not have planned.
+
+    `archive_statuses` says, per table, the Status an archive may set on the target database:
+    'Archived', or the nearest value its check allows instead (memctl/store/capabilities.py).
+    """
+    statuses = archive_statuses or {}
+    try:
+        planned_at: Optional[datetime] = parse_time(plan.created_at)
+    except (TypeError, ValueError, OverflowError):
+        planned_at = None
     for phase in plan.phases:
         where = f"phase {phase.phase!r}"
         _no_nul(where, phase.phase, phase.step_name, phase.message, phase.input, phase.output)
@@ -65,8 +75,12 @@ def check_plan(plan: Plan, settings: Settings, source: str = "plan") -> None:
         if allowed is None:
             raise PlanRefused(f"{source}: plan refused, nothing applied: {where} is not a phase `memctl apply` runs ({', '.join(PHASE_ACTIONS)})")
         for unit in phase.units:
+            why = _unit_shape_problem(unit)
+            if why is not None:
+                raise PlanRefused(f"{source}: plan refused, nothing applied: {where}, unit {unit.key[:80]!r}: {why}")
             # each action on its own first (its table, values, guard, protection), then against its unit (scopes)
-            for check in (lambda mu: _mutation_problem(phase.phase, allowed, unit, mu, settings), lambda mu: _unit_problem(unit, mu)):
+            for check in (lambda mu: _mutation_problem(phase.phase, allowed, unit, mu, settings, statuses),
+                          lambda mu: _unit_problem(unit, mu, phase.phase, planned_at)):
                 for mutation in unit.mutations:
                     why = check(mutation)
                     if why is not None:
@@ -75,6 +89,25 @@ def check_plan(plan: Plan, settings: Settings, source: str = "plan") -> None:
                             f"{source}: plan refused, nothing applied: {where}, unit {unit.key[:80]!r}: "
                             f"action {mutation.action[:32]!r} on {mutation.table} {record!r}: {why}"
                         )
+
+
+# Units memctl applies one by one, each action on its own: batches of archivals and annotations.
+# Every other unit (a merge, a contradiction) is all-or-nothing: its revocations rest on its
+# insert or its checks, so none may commit without the others.
+NON_ATOMIC_ACTIONS = {"archive", "annotate"}
+
+
+def _unit_shape_problem(unit: Unit) -> Optional[str]:
+    """Return why a unit's shape is not one memctl plans: atomicity, one action per record."""
+    if not unit.atomic and any(mu.action not in NON_ATOMIC_ACTIONS for mu in unit.mutations):
+        return "a unit that inserts, revokes, checks or flags is applied all-or-nothing (atomic), not action by action"
+    seen: set[tuple[str, str]] = set()
+    for mu in unit.mutations:
+        key = (mu.table, mu.record_id.lower())
+        if key in seen:
+            return f"two actions on {mu.table} {mu.record_id[:64]!r} (memctl plans one action per record in a unit)"
+        seen.add(key)
+    return None
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -94,7 +127,9 @@ def _no_nul(where: str, *values: Any) -> None:
         raise PlanRefused(f"plan refused, nothing applied: {where} holds a NUL byte")
 
 
-def _mutation_problem(phase: str, allowed: set[str], unit: Unit, mutation: Mutation, settings: Settings) -> Optional[str]:
+def _mutation_problem(
+    phase: str, allowed: set[str], unit: Unit, mutation: Mutation, settings: Settings, archive_statuses: Mapping[str, frozenset[str]]
+) -> Optional[str]:
     action, table = mutation.action, mutation.table
     if any("\x00" in s for s in _strings([mutation.record_id, mutation.values, mutation.comment, mutation.guard, unit.key, unit.reason, unit.kind, unit.detail])):
         return "holds a NUL byte"
@@ -114,10 +149,10 @@ def _mutation_problem(phase: str, allowed: set[str], unit: Unit, mutation: Mutat
         return f"{action!r} sets exactly {sorted(ACTION_VALUES[action]) or 'nothing'}, not {sorted(mutation.values)}"
     if action == "flag":
         return _flag_problem(mutation)
-    return _guarded_problem(mutation)
+    return _guarded_problem(mutation, archive_statuses.get(mutation.table, frozenset({"Archived"})))
 
 
-def _guarded_problem(mutation: Mutation) -> Optional[str]:
+def _guarded_problem(mutation: Mutation, archive_statuses: frozenset[str] = frozenset({"Archived"})) -> Optional[str]:
     action, table, guard, values = mutation.action, mutation.table, mutation.guard, mutation.values
     if guard is None:
         return "it has no guard"
@@ -125,8 +160,8 @@ def _guarded_problem(mutation: Mutation) -> Optional[str]:
         return "its guard does not watch exactly the columns " + ", ".join(GUARD_COLUMNS[table]) + " (a plan of another memctl version?)"
     if action == "revoke" and (values["Status"] != "Revoked" or not isinstance(values["ConsolidatedIntoNoteID"], str) or not GUID.fullmatch(values["ConsolidatedIntoNoteID"])):
         return "a revoke sets Status 'Revoked' and a ConsolidatedIntoNoteID"
-    if action == "archive" and values["Status"] != "Archived":
-        return "an archive sets Status 'Archived'"
+    if action == "archive" and values["Status"] not in archive_statuses:
+        return f"an archive sets Status {' or '.join(repr(v) for v in sorted(archive_statuses)) or '(none: this database refuses it)'}, not {str(values['Status'])[:32]!r}"
     if action == "annotate" and not mutation.comment:
         return "an annotation without a comment"
     if action == "check":
@@ -166,7 +201,10 @@ def _insert_problem(mutation: Mutation, settings: Settings) -> Optional[str]:
             return f"{name}: {why}"
     if not (values.get("Note") or "").strip():
         return "an inserted note has text"
-    fixed = {"Status": "Active", "IsAutoGenerated": True, "ConsolidatedIntoNoteID": None, "ProtectionTier": "Standard"}
+    vector = values.get("EmbeddingVector")
+    if vector is not None and decode_vector(vector) is None:
+        return "EmbeddingVector is not a JSON list of finite numbers"
+    fixed = {"Status": "Active", "IsAutoGenerated": True, "ConsolidatedIntoNoteID": None}
     for name, expected in fixed.items():
         if values.get(name, expected) != expected:
             return f"a consolidated note has {name} = {expected!r}, not {values.get(name)!r}"
@@ -214,7 +252,43 @@ def _scope(state: Mapping[str, Any]) -> tuple:
     return partition_key(note_record({"ID": "", **{c: state.get(c) for c in SCOPE_COLUMNS}}, with_vector=False))
 
 
-def _unit_problem(unit: Unit, mutation: Mutation) -> Optional[str]:
+def _moment(value: Any) -> Optional[datetime]:
+    return None if value is None else value if isinstance(value, datetime) else parse_time(str(value))
+
+
+def _inherited_problem(values: Mapping[str, Any], guards: list[Mapping[str, Any]], planned_at: Optional[datetime]) -> Optional[str]:
+    """Check what a consolidated note inherits from its sources (as their guards show them), as
+    memctl's consolidate phase sets it: the strongest protection; the access count, last access
+    and expiry the rules read (never more access, never a later expiry, never an expiry that no
+    source had); a fact date no later than the planning."""
+    from memctl.phases.consolidate import TIERS
+
+    strongest = max((g.get("ProtectionTier") if g.get("ProtectionTier") in TIERS else "Standard" for g in guards), key=TIERS.index)
+    if values.get("ProtectionTier", "Standard") != strongest:
+        return f"a consolidated note has its sources' strongest ProtectionTier {strongest!r}, not {values.get('ProtectionTier')!r}"
+    total = sum(max(0, g.get("AccessCount") or 0) for g in guards if isinstance(g.get("AccessCount") or 0, int))
+    if (values.get("AccessCount") or 0) > total:
+        return f"AccessCount {values.get('AccessCount')} is more than its sources' {total}"
+    accessed = [_moment(g.get("LastAccessedAt")) for g in guards if g.get("LastAccessedAt") is not None]
+    last = _moment(values.get("LastAccessedAt"))
+    if last is not None and (not accessed or last > max(a for a in accessed if a is not None)):
+        return "LastAccessedAt is later than every source's"
+    expiries = [_moment(g.get("ExpiresAt")) for g in guards]
+    expiry = _moment(values.get("ExpiresAt"))
+    if any(e is None for e in expiries):
+        if expiry is not None:
+            return "ExpiresAt is set though a source never expires"
+    elif expiry is None or expiry != max(e for e in expiries if e is not None):
+        return "ExpiresAt is not its sources' latest expiry"
+    created = _moment(values.get("__mj_CreatedAt"))
+    # the sources' creation dates are not guarded: bound the fact date by the plan's clock (a day's
+    # slack for the clocks of the applications that wrote the sources)
+    if created is not None and planned_at is not None and created > planned_at + timedelta(days=1):
+        return "__mj_CreatedAt (its fact date) is later than the plan was made"
+    return None
+
+
+def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: Optional[datetime] = None) -> Optional[str]:
     """Check a mutation against the rest of its unit: scopes, sources, the notes a flag names."""
     by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
     if mutation.action == "insert":
@@ -226,6 +300,12 @@ def _unit_problem(unit: Unit, mutation: Mutation) -> Optional[str]:
         for source in sources:
             if _scope(source.guard or {}) != scope:
                 return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(_scope(source.guard or {}))}"
+        try:
+            why = _inherited_problem(mutation.values, [source.guard or {} for source in sources], planned_at)
+        except (TypeError, ValueError, OverflowError):
+            why = "a date or count in it or its sources' guards is not of its type"
+        if why is not None:
+            return why
         derived = mutation.values.get("DerivedFromNoteIDs")
         if derived is not None:
             try:
@@ -246,6 +326,8 @@ def _unit_problem(unit: Unit, mutation: Mutation) -> Optional[str]:
         if (target.guard or {}).get("Status") != "Active":
             return f"the note it is revoked into ({target_id}) is not Active"
         target_scope = _scope(target.guard or {})
+        if phase == "contradictions" and target_scope != source_scope:
+            return f"a contradiction's loser is revoked only in favour of a note of its own scope, not {_render(target_scope)}"
         if target_scope != source_scope and target_scope not in _broader(source_scope):
             return (
                 f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "

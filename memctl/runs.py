@@ -31,8 +31,10 @@ def resolve_run_id(conn: Connection, text: str) -> str:
     if len(wanted) == 36:
         where = r.c.ID == wanted
     else:
-        # the text form of a UUID column differs by backend (SQL Server's is upper case)
-        where = sa.func.lower(sa.cast(r.c.ID, sa.String(36))).like(wanted + "%")
+        # the text form of a UUID column differs by backend (SQL Server's is upper case, SQLite's
+        # has no dashes): compare hex digits only
+        digits = wanted.replace("-", "")
+        where = sa.func.replace(sa.func.lower(sa.cast(r.c.ID, sa.String(36))), "-", "").like(digits + "%")
     rows = conn.execute(
         sa.select(r.c.ID, r.c.RunName, r.c.Status, r.c.StartedAt).where(where).order_by(r.c.StartedAt.desc(), r.c.ID).limit(MAX_LISTED + 1)
     ).all()

@@ -191,3 +191,86 @@ def test_a_bad_value_in_a_phase_plan_is_refused_before_the_driver_sees_it(db: Db
     reasons = " ".join(why for _, why in outcome.skipped)
     assert "Note: holds a NUL byte" in reasons and "door code" not in reasons
     assert store.status(source) == "Active"
+
+
+# --- found by review after the issue-14 merge: edits the first plan check let through ---------
+
+
+def test_an_edited_plan_making_a_merge_unit_non_atomic_is_refused(db: Db, tmp_path: Path) -> None:
+    """A non-atomic merge would commit its revocations even when its insert is skipped (an ID that
+    exists already, another user's note): the revoked notes would point at that note."""
+    plan, unit = planned(db, tmp_path)
+    unit["atomic"] = False
+    insert_of(unit)["record_id"] = insert_of(unit)["values"]["ID"] = did("note:bob-email-1")
+    for mu in unit["mutations"]:
+        if mu["action"] == "revoke":
+            mu["values"]["ConsolidatedIntoNoteID"] = did("note:bob-email-1")
+    refused(db, tmp_path, plan, "all-or-nothing")
+
+
+def test_an_edited_plan_with_two_actions_on_one_record_is_refused(db: Db, tmp_path: Path) -> None:
+    """revoke A->B and revoke B->A in one unit: both guards match before any write, so both would go."""
+    plan, _ = planned(db, tmp_path)
+    a, b = did("note:alice-units-old"), did("note:alice-units-new")
+    guard_a, guard_b = note_guard(db, a), note_guard(db, b)
+    phase = {**plan["phases"][0], "phase": "contradictions", "step_name": "Detect Contradictions"}
+    phase["units"] = [{
+        "kind": "contradiction", "key": f"pair:{a}:{b}", "reason": "edited", "atomic": True, "detail": {},
+        "mutations": [
+            {"table": "AIAgentNote", "record_id": a, "action": "revoke", "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": b}, "comment": "x", "guard": guard_a},
+            {"table": "AIAgentNote", "record_id": b, "action": "revoke", "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": a}, "comment": "x", "guard": guard_b},
+            {"table": "AIAgentNote", "record_id": a, "action": "check", "values": {}, "comment": None, "guard": guard_a},
+            {"table": "AIAgentNote", "record_id": b, "action": "check", "values": {}, "comment": None, "guard": guard_b},
+        ],
+    }]
+    plan["phases"] = [phase]
+    refused(db, tmp_path, plan, "two actions on AIAgentNote")
+
+
+def test_an_edited_plan_revoking_a_contradiction_loser_into_a_broader_note_is_refused(db: Db, tmp_path: Path) -> None:
+    """Absorption may revoke into a broader note; a contradiction only within one scope (DESIGN 3)."""
+    plan, _ = planned(db, tmp_path)
+    loser, winner = did("note:alice-units-old"), did("note:acme-billing-1")  # alice's note, an agent-and-company note
+    phase = {**plan["phases"][0], "phase": "contradictions", "step_name": "Detect Contradictions"}
+    phase["units"] = [{
+        "kind": "contradiction", "key": f"pair:{loser}:{winner}", "reason": "edited", "atomic": True, "detail": {},
+        "mutations": [
+            {"table": "AIAgentNote", "record_id": loser, "action": "revoke", "values": {"Status": "Revoked", "ConsolidatedIntoNoteID": winner},
+             "comment": "x", "guard": note_guard(db, loser)},
+            {"table": "AIAgentNote", "record_id": winner, "action": "check", "values": {}, "comment": None, "guard": note_guard(db, winner)},
+        ],
+    }]
+    plan["phases"] = [phase]
+    refused(db, tmp_path, plan, "'revoke'", loser, "own scope")
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        pytest.param(lambda v: v.update(AccessCount=10_000), "AccessCount", id="inflated-access-count"),
+        pytest.param(lambda v: v.update(ExpiresAt="2026-06-20T00:00:00+00:00"), "ExpiresAt", id="expiry-no-source-had"),
+        pytest.param(lambda v: v.update(LastAccessedAt="2099-01-01T00:00:00+00:00"), "LastAccessedAt", id="later-access"),
+        pytest.param(lambda v: v.update(__mj_CreatedAt="2099-01-01T00:00:00+00:00"), "fact date", id="future-fact-date"),
+        pytest.param(lambda v: v.update(ProtectionTier="Immutable"), "ProtectionTier", id="stronger-tier"),
+        pytest.param(lambda v: v.update(EmbeddingVector="abc"), "EmbeddingVector", id="bad-vector"),
+    ],
+)
+def test_an_edited_plan_changing_what_a_merged_note_inherits_is_refused(db: Db, tmp_path: Path, edit: Callable[[dict[str, Any]], None], expected: str) -> None:
+    """The values the authority and retention rules read are what its sources give it, nothing more."""
+    plan, unit = planned(db, tmp_path)
+    edit(insert_of(unit)["values"])
+    refused(db, tmp_path, plan, "'insert'", expected)
+
+
+def test_a_saved_plan_merging_ephemeral_notes_applies_and_keeps_the_tier(db: Db, tmp_path: Path) -> None:
+    seed(db.engine, NOW)
+    with db.engine.begin() as conn:
+        conn.execute(m.note.update().where(m.note.c.UserID == did("user:alice")).values(ProtectionTier="Ephemeral"))
+    plan_file = tmp_path / "plan.json"
+    api.run_phase(at(db.settings, NOW), "consolidate", api.RunOptions(dry_run=True, plan_out=str(plan_file)), engine=db.engine)
+    plan = json.loads(plan_file.read_text())
+    [unit] = [u for u in plan["phases"][0]["units"] if u["kind"] == "cluster" and u["mutations"][0]["values"]["UserID"] == did("user:alice")]
+    assert insert_of(unit)["values"]["ProtectionTier"] == "Ephemeral"
+    result = cli(db, "apply", str(plan_file))
+    assert result.exit_code == 0, result.output
+    assert Store(db.engine).row(m.note, insert_of(unit)["record_id"])["ProtectionTier"] == "Ephemeral"

@@ -556,7 +556,7 @@ def test_an_outage_fails_the_consolidate_phase(db: Db) -> None:
     with stub_server(responder=lambda body: Reply.error(500, "model crashed")) as stub:
         report = consolidate(db, **llm(stub, llm_max_retries=0))
     assert report.exit_code == 1 and report.phases[0].outcome == "failed"
-    assert "every judge call failed (1)" in (report.phases[0].error or "")
+    assert "every judge call failed (1: 0 clusters invalid, 1 failed)" in (report.phases[0].error or "")
     assert all(store.status(n) == "Active" for n in sources)
     [step] = steps(db, report.run_id, child=False)
     assert step["Status"] == "Failed" and step["output"]["failedReplies"] == 1

@@ -158,7 +158,8 @@ def statuses(db: Db, ids: list[str]) -> list[str]:
 def test_trickling_server_dream_stops_at_the_run_deadline(db: Db, trickle: TricklingServer, tmp_path: Path) -> None:
     notes = seed_pair(db)
     metrics = tmp_path / "memctl.prom"
-    env = memctl_env(db, trickle.base_url, MEMCTL_RUN_DEADLINE_SECONDS=str(DEADLINE))
+    # a call deadline longer than the run's: the run deadline is what stops this dream
+    env = memctl_env(db, trickle.base_url, MEMCTL_RUN_DEADLINE_SECONDS=str(DEADLINE), MEMCTL_LLM_TIMEOUT="60")
     result = subprocess.run(dream_command("--metrics-file", str(metrics)), env=env, capture_output=True, text=True, cwd=db.path, timeout=ENDS_WITHIN)
 
     assert result.returncode == 1, result.stderr
@@ -179,6 +180,24 @@ def test_trickling_server_dream_stops_at_the_run_deadline(db: Db, trickle: Trick
     assert again.returncode == 0, again.stderr
     assert runs(db)[-1]["Status"] == "Completed"
     assert leases(db) == []
+
+
+def test_trickling_server_call_ends_at_the_call_deadline(db: Db, trickle: TricklingServer) -> None:
+    """The request timeout (2 s here) bounds a whole call, slow body included (issue 15), well
+    inside the run deadline: the phase fails on its own, the dream exits 1 long before the run's end."""
+    notes = seed_pair(db)
+    env = memctl_env(db, trickle.base_url, MEMCTL_RUN_DEADLINE_SECONDS="600")
+    started = time.monotonic()
+    result = subprocess.run(dream_command(), env=env, capture_output=True, text=True, cwd=db.path, timeout=ENDS_WITHIN)
+    assert result.returncode == 1, result.stderr
+    assert "timed out after 2s" in result.stderr and "run deadline" not in result.stderr
+    assert time.monotonic() - started < ENDS_WITHIN
+    [run] = runs(db)
+    assert run["Status"] == "Failed"
+    step = steps(db, run["ID"])[CONTRADICTIONS]
+    assert step["Status"] == "Failed" and "every judge call failed" in step["ErrorMessage"]
+    assert leases(db) == []
+    assert statuses(db, notes) == ["Active", "Active"]
 
 
 def test_watchdog_stops_a_run_blocked_outside_the_llm_calls(sqlite_db: Db, trickle: TricklingServer) -> None:

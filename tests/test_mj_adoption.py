@@ -201,6 +201,17 @@ def test_archive_on_mj_sets_examples_revoked_where_archived_is_refused_and_says_
     assert catalog(mj_db.engine, str(mj_db.settings.db_schema))["AIAgentExample"]["constraints"] == check_before  # never widened
 
 
+def test_a_saved_archive_plan_with_the_fallback_status_applies_on_mj(mj_db: MjDb, tmp_path: Path) -> None:
+    """memctl's own plan on MJ archives examples as 'Revoked': `apply` accepts exactly that there."""
+    ids = _seed(mj_db)
+    plan = tmp_path / "archive.json"
+    api.run_phase(at(mj_db.settings, NOW), "archive", api.RunOptions(dry_run=True, plan_out=str(plan)), engine=mj_db.engine)
+    assert Store(mj_db.engine).row(m.example, ids["expired_example"])["Status"] == "Active"
+    report = api.apply_plan(at(mj_db.settings, NOW), str(plan), engine=mj_db.engine)
+    assert report.exit_code == 0, report.message
+    assert Store(mj_db.engine).row(m.example, ids["expired_example"])["Status"] == "Revoked"
+
+
 def test_capabilities_come_from_the_constraint_not_the_version(mj_db: MjDb) -> None:
     s = mj_db.settings.db_schema
     with mj_db.engine.begin() as conn:  # an operator who widened MJ's check themselves

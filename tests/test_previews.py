@@ -175,6 +175,8 @@ def test_us17_run_ids_by_unique_prefix_and_ambiguous_prefixes_list_the_runs(db: 
     run_id = json.loads(cli(db, "runs", "list", "--json").stdout)[0]["id"]
     undo = cli(db, "undo", run_id[:6], "--dry-run")
     assert undo.exit_code == 0, undo.output
+    dashed = cli(db, "runs", "show", run_id[:13])  # as `runs list` prints it, dash included
+    assert dashed.exit_code == 0 and run_id in dashed.output, dashed.output
     with db.engine.begin() as conn:
         for suffix in ("1", "2"):
             conn.execute(m.run.insert().values(ID=f"abcdef0{suffix}-0000-4000-8000-000000000000", AgentID=run_id, RunName=f"fake {suffix}", Status="Completed", StartedAt=NOW))

@@ -400,7 +400,8 @@ class ConsolidatePhase:
                 (c.answer.error for c in absorptions if c.answer is not None and c.answer.error), ""
             )
             plan.outcome = "failed"
-            plan.error = f"every judge call failed ({tally.failed}); first: {first}"
+            plan.error = (f"every judge call failed ({tally.failed}: {plural(out['clustersInvalid'], 'cluster')} invalid, "
+                          f"{out['clustersFailed']} failed); first: {first}")
         return plan
 
     # --- clusters --------------------------------------------------------------------------

@@ -83,6 +83,16 @@ def archive_refusal(conn: Connection, table: str, schema: Optional[str]) -> Opti
     return Refusal(table, "Status", ARCHIVED, instead, names)
 
 
+def archive_statuses(engine: Engine, schema: Optional[str]) -> dict[str, frozenset[str]]:
+    """Return, per table, the Status an archive writes on this database: 'Archived', the nearest
+    value its check allows instead, or nothing (the archive phase leaves such rows alone)."""
+    found = {r.table: r for r in refusals(engine, schema)}
+    return {
+        table: frozenset({"Archived"}) if table not in found else frozenset(v for v in (found[table].instead,) if v is not None)
+        for table in ARCHIVE_FALLBACKS
+    }
+
+
 def refusals(engine: Engine, schema: Optional[str]) -> list[Refusal]:
     """Return every value memctl writes that this database refuses (what `db upgrade` reports)."""
     with engine.connect() as conn:
