@@ -204,8 +204,15 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     for left, right, inner in replaces:
         if _synonyms(left, right) or set(left) | set(right) <= _LINKS:
             continue
+        if set(left) - _LINKS <= set(y) and set(right) - _LINKS <= set(x):
+            continue  # words that moved ("every Friday ... by email" / "email ... every Friday"), not a value that changed
         if only or inner or min(len(left), len(right)) == 1 or (_value_like(left, names) and _value_like(right, names)):
             return " ".join(left), " ".join(right)
+    # where words moved, the alignment can pair a value with a moved word: a value-like word on
+    # each side only is a different value ("every Monday" / "every Friday ... by email")
+    only_x, only_y = sorted(set(x) - set(y) - _LINKS), sorted(set(y) - set(x) - _LINKS)
+    if only_x and only_y and _value_like(only_x, names) and _value_like(only_y, names):
+        return " ".join(only_x), " ".join(only_y)
     return None
 
 

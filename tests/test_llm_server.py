@@ -106,7 +106,8 @@ def plant(db: Db) -> Store:
     store = Store(db.engine)
     agent, user = store.agent(), store.user()
     scope = {"AgentID": agent, "UserID": user}
-    for text in ("Alice wants a short email summary every Friday.", "Alice prefers a short email summary on Fridays.",
+    # paraphrases the code's subject/value checks let through (issue 13): moved words and an addition
+    for text in ("Alice wants a short email summary every Friday.", "Alice wants a short email summary every Friday afternoon.",
                  "Every Friday Alice wants a short summary by email."):  # fmt: skip
         store.note(text, age_days=12, **scope)
     other = {"AgentID": agent, "UserID": store.user()}

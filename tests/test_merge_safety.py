@@ -152,6 +152,11 @@ def test_subject_and_slot_checks() -> None:
     assert incompatibility(NoteText(TOM[0]), NoteText(TOM[1])) is None  # an elaboration, not another value
     assert incompatibility(NoteText("Asked about webhooks during ticket 4821."), NoteText("Asked about SSO during ticket 5512.")) is not None
     assert incompatibility(NoteText("User likes short replies."), NoteText("Confirmed: user likes short replies a lot.")) is None
+    # words that moved are a paraphrase; a value that changed while words moved is not
+    moved, friday, monday = (NoteText(t) for t in ("Every Friday Alice wants a short summary by email.",
+                                                   "Alice wants a short email summary every Friday.", "Alice wants a short email summary every Monday."))
+    assert incompatibility(friday, moved) is None and incompatibility(moved, friday) is None
+    assert incompatibility(monday, moved) is not None and incompatibility(moved, monday) is not None
 
 
 def test_an_mj_like_300_note_store_merges_only_one_subject_per_note(sqlite_db: Db) -> None:
