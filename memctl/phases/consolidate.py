@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from memctl.blas import single_thread
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.budget import split_to_fit
@@ -258,7 +259,8 @@ class ConsolidatePhase:
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         marks = marks_for(ctx, NAME, ["consolidate", "absorb"])
         try:
-            plan = self._plan(ctx, overlay, marks)
+            with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
+                plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
             raise
