@@ -155,6 +155,7 @@ def _synonyms(x: Sequence[str], y: Sequence[str]) -> bool:
 
 
 
+@lru_cache(maxsize=65536)
 def _body(sentence: Sentence) -> Sentence:
     stripped = _PREAMBLE.sub("", sentence.text)
     return sentence if stripped == sentence.text else analyse(stripped)
@@ -210,6 +211,7 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     return None
 
 
+@lru_cache(maxsize=65536)
 def _names(sentence: Sentence) -> frozenset[str]:
     """Return the normalised words a sentence writes capitalised after its first word, or with digits."""
     tokens = _TOKEN.findall(_PREAMBLE.sub("", sentence.text))
