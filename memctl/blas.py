@@ -16,6 +16,7 @@ count it found. Without OpenBLAS (another BLAS, no /proc) it does nothing.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
@@ -37,7 +38,7 @@ _saved: Optional[int] = None
 @lru_cache(maxsize=1)
 def _controls() -> Optional[tuple[Any, Any]]:
     """Return (get_num_threads, set_num_threads) of the OpenBLAS loaded in this process, or None."""
-    import numpy  # noqa: F401 - its BLAS must be loaded to be found
+    importlib.import_module("numpy")  # its BLAS must be loaded to be found
 
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
