@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
-from typing import Callable, Optional, Sequence, TypeVar
+from functools import lru_cache
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from memctl.llm.offline_judge import EXCLUSIVE_SETS, find_conflict, read_facts
 from memctl.llm.offline_text import _NOT, _PREPOSITIONS, Sentence, _stem, analyse, split_sentences
@@ -154,6 +155,7 @@ def _synonyms(x: Sequence[str], y: Sequence[str]) -> bool:
 
 
 
+@lru_cache(maxsize=65536)
 def _body(sentence: Sentence) -> Sentence:
     stripped = _PREAMBLE.sub("", sentence.text)
     return sentence if stripped == sentence.text else analyse(stripped)
@@ -216,6 +218,7 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     return None
 
 
+@lru_cache(maxsize=65536)
 def _names(sentence: Sentence) -> frozenset[str]:
     """Return the normalised words a sentence writes capitalised after its first word, or with digits."""
     tokens = _TOKEN.findall(_PREAMBLE.sub("", sentence.text))
@@ -239,25 +242,53 @@ def _exclusive_clash(x: set[str], y: set[str]) -> Optional[tuple[str, str]]:
 
 
 class NoteText:
-    """One note's sentences, named subjects and keyed identifiers, computed once."""
+    """One note's sentences, named subjects and keyed identifiers, computed once.
+
+    Everything here depends only on the note's sentences (dates made absolute), so the analysis
+    of a sentence tuple is kept (`_analysis`, bounded) and shared by notes and merges that repeat
+    it: templated facts recur across partitions, and a merge is checked once as a reply and again
+    as a verdict. Nothing reads these sets to change them.
+    """
 
     def __init__(self, text: str, dated: Optional[Callable[[str], str]] = None) -> None:
-        pieces = [dated(p) if dated else p for p in split_sentences(text)]
+        pieces = tuple(dated(p) if dated else p for p in split_sentences(text))
         self.text = text
-        self.sentences = [analyse(p) for p in pieces]
-        self.subjects = {s for s in (named_subject(p) for p in pieces) if s}
-        #: lone capitalised first words ("Globex uses ..."): a name or just a capital; only compared with named subjects
-        self.weak = {w for w in (_lone_opener(p) for p in pieces) if w}
-        #: (attribute, subject) of the single-valued attribute statements the offline judge reads
-        self.facts = {(f.attribute, f.subject) for p in pieces for f in read_facts(_PREAMBLE.sub("", p))}
-        self.ids: dict[str, set[str]] = {}
-        for piece in pieces:
-            for key, value in _keyed_ids(piece).items():
-                self.ids.setdefault(key, set()).add(value)
+        self.pieces = pieces
+        self.sentences, self.subjects, self.weak, self.facts, self.ids = _analysis(pieces)
+
+
+@lru_cache(maxsize=16384)
+def _analysis(pieces: tuple[str, ...]) -> tuple[list[Sentence], frozenset[str], frozenset[str], frozenset[tuple[str, Any]], dict[str, frozenset[str]]]:
+    sentences = [analyse(p) for p in pieces]
+    subjects = frozenset(s for s in (named_subject(p) for p in pieces) if s)
+    #: lone capitalised first words ("Globex uses ..."): a name or just a capital; only compared with named subjects
+    weak = frozenset(w for w in (_lone_opener(p) for p in pieces) if w)
+    #: (attribute, subject) of the single-valued attribute statements the offline judge reads
+    facts = frozenset((f.attribute, f.subject) for p in pieces for f in read_facts(_PREAMBLE.sub("", p)))
+    ids: dict[str, set[str]] = {}
+    for piece in pieces:
+        for key, value in _keyed_ids(piece).items():
+            ids.setdefault(key, set()).add(value)
+    return sentences, subjects, weak, facts, {key: frozenset(values) for key, values in ids.items()}
+
+
+#: incompatibility verdicts by the two notes' sentence tuples (cleared when it reaches the bound)
+_VERDICTS: dict[tuple[tuple[str, ...], tuple[str, ...]], Optional[str]] = {}
+_VERDICTS_MAX = 65536
 
 
 def incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
     """Return why two notes must not share a merged note (rules 1-4 above), or None."""
+    key = (a.pieces, b.pieces)
+    if key in _VERDICTS:
+        return _VERDICTS[key]
+    if len(_VERDICTS) >= _VERDICTS_MAX:
+        _VERDICTS.clear()
+    verdict = _VERDICTS[key] = _incompatibility(a, b)
+    return verdict
+
+
+def _incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
     conflict = find_conflict(a.sentences, b.sentences)
     if conflict is not None:
         return f"conflicting values: {conflict.reason()}"

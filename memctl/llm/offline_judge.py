@@ -48,7 +48,7 @@ Limits (by design; an LLM judge does better)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from memctl.llm.offline_text import (
@@ -136,9 +136,18 @@ class ExclusiveSet:
     attribute: str
     groups: tuple[frozenset[str], ...]
     needs_preference: bool = False
+    #: word -> the first group holding it (the subject checks ask this millions of times at 100k notes)
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, int] = {}
+        for number, group in enumerate(self.groups):
+            for word in group:
+                index.setdefault(word, number)
+        object.__setattr__(self, "_index", index)
 
     def group_of(self, word: str) -> Optional[int]:
-        return next((index for index, group in enumerate(self.groups) if word in group), None)
+        return self._index.get(word)
 
 
 def _groups(*groups: str) -> tuple[frozenset[str], ...]:

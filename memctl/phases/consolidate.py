@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from memctl.blas import single_thread
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.budget import split_to_fit
@@ -258,7 +259,8 @@ class ConsolidatePhase:
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         marks = marks_for(ctx, NAME, ["consolidate", "absorb"])
         try:
-            plan = self._plan(ctx, overlay, marks)
+            with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
+                plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
             raise
@@ -619,23 +621,46 @@ class ConsolidatePhase:
         by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]] = defaultdict(list)
         for key, targets in eligible.items():
             by_targets[tuple(targets)].append(key)
+        # Each broader partition's live notes (not revoked, not expired), their rows and expiries,
+        # prepared once: an agent-wide partition is a target of every user partition of the agent.
+        # A group's wide side is its targets' notes in order_key order (by a rank shared by all).
+        live = {b: [n for n in broader[b] if n.id not in revoked and _expiry(n) > now] for b in set(chain.from_iterable(by_targets))}
+        rank = {n.id: i for i, n in enumerate(sorted(chain.from_iterable(live.values()), key=order_key))}
+        prepared: dict[PartitionKey, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+        def side(b: PartitionKey) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """Return (ranks, vector rows, expiries) of broader partition b's live notes."""
+            if b not in prepared:
+                notes = live[b]
+                prepared[b] = (
+                    np.array([rank[n.id] for n in notes], dtype=np.int64),
+                    vectors[b].vectors[np.array([rows[b][n.id] for n in notes], dtype=np.int64)],
+                    np.array([_expiry(n) for n in notes], dtype=np.float64),
+                )
+            return prepared[b]
+
         found: list[AbsorptionCase] = []
         for targets, keys in by_targets.items():
-            wide = sorted((n for b in targets for n in broader[b] if n.id not in revoked and _expiry(n) > now), key=order_key)
             narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
-            if not wide or not any(narrow_by_key.values()):
+            if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
                 continue
             models = {vectors[k].model for k in chain(keys, targets)}
             vector_of: Callable[[str], np.ndarray]
             if len(models) == 1:
                 model = models.pop()
-                home = {n.id: k for k in chain(keys, targets) for n in vectors[k].notes}
-                vector_of = partial(_partition_row, vectors, rows, home)
+                # the same rows np.vstack of each note's row would give, in the same order
+                ranks, matrices, expiries = zip(*(side(t) for t in targets))
+                order = np.argsort(np.concatenate(ranks), kind="stable")
+                notes_in = list(chain.from_iterable(live[t] for t in targets))
+                wide = [notes_in[i] for i in order.tolist()]
+                b, b_expiry = np.concatenate(matrices)[order], np.concatenate(expiries)[order]
+                vector_of = partial(_partition_row, vectors, rows, {n.id: k for k in keys for n in vectors[k].notes})
             else:  # the partitions disagree on the model: compare both sides in the compute embedder's
                 model = index.compute.name
+                wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
                 vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
+                b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([_expiry(n) for n in wide])
             threshold = index.thresholds(model)[0]
-            b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([_expiry(n) for n in wide])
             for narrow in narrow_by_key.values():
                 if not narrow:
                     continue

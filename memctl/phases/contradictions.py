@@ -38,6 +38,7 @@ from typing import Any, Optional, Sequence
 import sqlalchemy as sa
 from pydantic import ValidationError
 
+from memctl.blas import single_thread
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_all, question_key
@@ -186,7 +187,8 @@ class ContradictionPhase:
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         marks = marks_for(ctx, NAME, [KIND])
-        plan = self._plan(ctx, overlay, marks)
+        with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
+            plan = self._plan(ctx, overlay, marks)
         if marks is not None:
             marks.save_share()
         return plan
