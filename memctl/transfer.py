@@ -307,12 +307,17 @@ def _check_uuid(value: Any) -> str:
         raise _Invalid(f"{_show(text)} is not a valid UUID") from None
 
 
-def _check_timestamp(value: Any) -> datetime:
+def _parse_timestamp(value: Any) -> datetime:
     text = _string(value, "an ISO 8601 timestamp string")
     try:
-        moment = datetime.fromisoformat(text)
+        return datetime.fromisoformat(text)
     except ValueError:
         raise _Invalid(f"{_show(text)} is not an ISO 8601 timestamp") from None
+
+
+def _check_timestamp(value: Any) -> datetime:
+    moment = _parse_timestamp(value)
+    text = str(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     try:
@@ -510,11 +515,7 @@ def _check_binary(value: Any) -> bytes:
 
 def _check_naive_timestamp(value: Any) -> datetime:
     """A timestamp for a column without a time zone: kept as given (an offset is turned into UTC)."""
-    text = _string(value, "an ISO 8601 timestamp string")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise _Invalid(f"{_show(text)} is not an ISO 8601 timestamp") from None
+    moment = _parse_timestamp(value)
     return moment if moment.tzinfo is None else moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
