@@ -184,10 +184,29 @@ def _affirmative(words: list[str]) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept]
 
 
-def default_responder(body: dict) -> dict:
-    """Answer memctl's prompts deterministically and plausibly (no model involved)."""
-    kind = prompt_kind(body)
+def questions_from_request(body: dict) -> Optional[list[dict]]:
+    """Return the questions of a request of several (questions_per_call), each {"item", "data"}; None for one question."""
     data = notes_from_request(body)
+    if isinstance(data, dict) and isinstance(data.get("questions"), list):
+        return data["questions"]
+    return None
+
+
+def default_responder(body: dict) -> dict:
+    """Answer memctl's prompts deterministically and plausibly (no model involved).
+
+    A request of several questions gets {"answers": [...]}: each question answered exactly as
+    it would be alone, with its "item" number.
+    """
+    kind = prompt_kind(body)
+    questions = questions_from_request(body)
+    if questions is not None:
+        return {"answers": [{"item": q["item"], **answer_question(kind, q["data"])} for q in questions]}
+    return answer_question(kind, notes_from_request(body))
+
+
+def answer_question(kind: str, data: Any) -> dict:
+    """Answer one question of `kind` about `data` (the notes the prompt shows for it)."""
     if kind == "absorb":
         broader = " ".join(_words(data["broader"]["content"]))
         narrower = " ".join(_words(data["narrower"]["content"]))
