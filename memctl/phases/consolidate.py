@@ -480,7 +480,8 @@ class ConsolidatePhase:
             case.why = answer.error or "no reply"
             return
         assert isinstance(reply, ConsolidationReply)
-        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars)  # a cached reply meets today's caps too
+        # a fresh reply was checked when it arrived (ask_all's `valid`); a cached one meets today's caps too
+        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars) if answer.cached else None
         if problem:
             case.verdict, case.why = "invalid", problem
             return
