@@ -9,7 +9,7 @@
 zero-latency stub: wall time, peak RSS and growth (the 100k target is <= 60 s and <= 2 GiB).
 
 For every run the table shows, per phase: wall and CPU seconds, LLM calls (HTTP requests,
-retries included), verdict-cache hits, SQL statements issued (one per cursor execute; an
+retries included), prompt and completion tokens (the servers' usage), verdict-cache hits, SQL statements issued (one per cursor execute; an
 executemany is one), and the peak resident memory of the process while the phase ran. Every
 measured run is a fresh worker process (`run.py worker`), so peak RSS is that run's alone; the
 stub LLM server (benchmarks/stub.py: tests/llmstub.py with corpus-aware embeddings) runs in its
