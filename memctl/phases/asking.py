@@ -175,6 +175,8 @@ def ask_all(
         by_item: dict[int, list[Any]] = defaultdict(list)
         for entry in entries:
             number = entry.get("item") if isinstance(entry, dict) else None
+            if isinstance(number, str) and number.strip().isdigit():
+                number = int(number)  # "1": a weak model's spelling of the number, unambiguous
             if isinstance(number, int) and not isinstance(number, bool):
                 by_item[number].append(entry)
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
