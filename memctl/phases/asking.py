@@ -47,7 +47,7 @@ class Question:
     inputs: Any
     ask: Callable[[], JudgeResult]
     #: what the judge is shown for this question when asked with others in one request
-    #: (`memctl.llm.judge.question_data`); None: it is always asked alone
+    #: (`memctl.llm.questions.question_data`); None: it is always asked alone
     item: Any = None
     #: what the request shares besides the prompt (the consolidation prompt's reference date)
     shared: Optional[str] = None
