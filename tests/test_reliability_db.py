@@ -328,8 +328,10 @@ def test_an_application_writing_while_a_dream_runs_loses_no_update(db: Db, tmp_p
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "OPENAI_"))}
         env.update(db.env())
         env.update({"MEMCTL_LLM_BASE_URL": stub.base_url, "MEMCTL_LLM_MODEL": "stub-model", "MEMCTL_LLM_API_KEY": KEY})
+        # the report goes to a file: a pipe read only after the process ends would block it once the report passes 64 KiB
+        out_file, err_file = (tmp_path / "dream.out").open("w+"), (tmp_path / "dream.err").open("w+")
         proc = subprocess.Popen([sys.executable, "-m", "memctl", "--now", NOW.isoformat(), "dream", "--force", "--json"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                                env=env, stdout=out_file, stderr=err_file, text=True, cwd=tmp_path)
         number = 0
         while proc.poll() is None:
             note = rng.choice(targets)
@@ -341,8 +343,12 @@ def test_an_application_writing_while_a_dream_runs_loses_no_update(db: Db, tmp_p
                     AccessCount=m.note.c.AccessCount + 1, __mj_UpdatedAt=NOW + timedelta(seconds=number),
                 ))
             edits.append((note, marker))
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+    out, err = (tmp_path / "dream.out").read_text(), (tmp_path / "dream.err").read_text()
+    out_file.close()
+    err_file.close()
     assert proc.returncode == 0, err
+    print(f"\n--json report: {len(out)} characters")
     report = json.loads(out)
     assert report["status"] == "completed"
     assert sum(p["applied"] for p in report["phases"]) > 50 and len(edits) > 20
