@@ -266,3 +266,23 @@ def test_every_phase_reports_prompt_and_completion_tokens(sqlite_db: Db, tmp_pat
         assert found[("memctl_llm_prompt_tokens", labels)] == phase["output"]["promptTokens"]
         assert found[("memctl_llm_completion_tokens", labels)] == phase["output"]["completionTokens"]
         assert found[("memctl_llm_tokens", labels)] == phase["output"]["tokens"]
+
+
+def test_a_judge_that_never_answers_batches_is_asked_one_question_per_request_after_two_tries(db: Db) -> None:
+    """SmolLM2-135M answered requests of ten pairs with one reply object; memctl stops batching for the run."""
+    store = Store(db.engine)
+    pairs = plant_pairs(store, 12)  # fewer than uniform_min_pairs: all-contradiction verdicts are believed
+
+    def one_reply_whatever_is_asked(body: dict) -> dict:
+        return dict(CONTRADICTION)
+
+    one_reply_whatever_is_asked.answers_batches = True  # type: ignore[attr-defined] - it reads nothing, answers one object
+    with LLMStub(one_reply_whatever_is_asked) as stub:
+        report = detect(db, with_llm(db, stub, questions_per_call=3, llm_concurrency=1))
+        sizes = [len(questions_from_request(r.body) or [None]) for r in stub.chat_requests]
+    out = report.phases[0].output
+    # two requests of three refused; the other six questions asked alone directly, then the refused six alone
+    assert sizes == [3, 3] + [1] * 12
+    assert out["llmCalls"] == 14 and out["batchesRefused"] == 2 and out["askedAgainAlone"] == 6
+    assert out["failedReplies"] == 0 and out["contradictionsResolved"] == 12
+    assert all(store.status(a) == "Revoked" and store.status(b) == "Active" for a, b in pairs)

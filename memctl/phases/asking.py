@@ -21,12 +21,16 @@ timeouts, dropped connections, 429, 5xx), its questions fail with that reason in
 a failing server the same questions one by one would only multiply the load. The verdict cache
 holds one entry per question under the key a single question has, so an answer given in a batch
 is reused by a single ask and the other way round. A batch's calls and tokens are shared among
-its questions (calls to the first, tokens evenly), so the phase totals stay exact.
+its questions (calls to the first, tokens evenly), so the phase totals stay exact. A judge whose
+replies to two requests of several questions held no usable answer at all (a weak model that
+answers as if asked one question) is asked one question per request for the rest of the run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -37,6 +41,8 @@ from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.phases.base import PhaseContext
 from memctl.stopping import RunStopped, gather
 from memctl.store.verdicts import VerdictCache, verdict_key
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -157,8 +163,8 @@ def ask_all(
 
     def many(indices: list[int]) -> list[tuple[int, Answer, bool]]:
         """Ask `indices` in one request; return (index, answer, ask again alone) for each."""
-        if len(indices) == 1:
-            return [(indices[0], one(indices[0]), False)]
+        if len(indices) == 1 or _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+            return [(i, one(i), False) for i in indices]
         first = questions[indices[0]]
         try:
             result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)  # type: ignore[attr-defined]
@@ -171,6 +177,8 @@ def ask_all(
             why = f"the request of {len(indices)} questions got no usable reply: {result.error or 'no answers'}"
             for i, (usage, calls) in zip(indices, shares, strict=True):
                 out.append((i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), not result.outage))
+            if not result.outage:
+                _refused(judge)
             return out
         by_item: dict[int, list[Any]] = defaultdict(list)
         for entry in entries:
@@ -184,6 +192,8 @@ def ask_all(
             found = by_item.get(k + 1, [])
             answer.error = _entry_problem(questions[i], found, reply_model, valid, answer)
             out.append((i, answer, answer.error is not None))
+        if not result.outage and all(again for _, _, again in out):
+            _refused(judge)
         return out
 
     jobs = _jobs(ctx, judge, questions, to_ask)
@@ -227,6 +237,8 @@ def ask_all(
     batched = sum(len(job) for job in jobs if len(job) > 1)
     if batched:
         stats.client.update({"questionsBatched": batched, "batchRequests": sum(len(job) > 1 for job in jobs), "askedAgainAlone": len(alone)})
+        if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+            stats.client["batchesRefused"] = _refusals(judge)
     return [a for a in answers if a is not None], stats
 
 
@@ -247,6 +259,28 @@ def _tally(
         elif cacheable(answer.reply):
             new_entries.append((answer.key, questions[i].kind, judge.model, answer.reply.model_dump(mode="json")))
     cache.put_many(new_entries, ctx.settings.current_time())
+
+
+#: a judge that answered this many requests of several questions with no usable answer at all
+#: (a weak model that replies as if asked one question: SmolLM2-135M did) is asked one question
+#: per request for the rest of the run
+REFUSALS_BEFORE_ALONE = 2
+_refusal_lock = threading.Lock()
+
+
+def _refusals(judge: Judge) -> int:
+    return int(getattr(judge, "_memctl_batch_refusals", 0))
+
+
+def _refused(judge: Judge) -> None:
+    with _refusal_lock:
+        count = _refusals(judge) + 1
+        setattr(judge, "_memctl_batch_refusals", count)
+    if count == REFUSALS_BEFORE_ALONE:
+        log.warning(
+            "%s answered %d requests of several questions with no usable answer; asking one question per request "
+            "for the rest of the run (set questions_per_call = 1 for this model)", getattr(judge, "model", "the judge"), count,
+        )
 
 
 def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask: Sequence[int]) -> list[list[int]]:
