@@ -61,6 +61,8 @@ TOP_K = 10
 class PhaseResult:
     seconds: float = 0.0
     llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     items: int = 0  # clusters / pairs asked / rows checked
     changed: int = 0
     processed: int = 0  # notes walked by the per-note loop
@@ -79,6 +81,8 @@ class PhaseResult:
             "measuredSeconds": round(self.seconds, 3),
             "chargedSeconds": round(self.charged_seconds, 3),
             "llmCalls": round(self.llm_calls * s),
+            "promptTokens": round(self.prompt_tokens * s),
+            "completionTokens": round(self.completion_tokens * s),
             "items": round(self.items * s),
             "changed": round(self.changed * s),
             "notesWalked": self.processed,
@@ -225,6 +229,8 @@ class Baseline:
             answer = self.judge.consolidate(cluster, reference)
             result.items += 1
             result.llm_calls += answer.calls
+            result.prompt_tokens += answer.usage.prompt_tokens
+            result.completion_tokens += answer.usage.completion_tokens
             reply = answer.reply
             if reply is None or not reply.shouldConsolidate or reply.consolidatedNote is None:
                 continue
@@ -293,6 +299,8 @@ class Baseline:
                 answer = self.judge.contradiction(a, b)
                 result.items += 1
                 result.llm_calls += answer.calls
+                result.prompt_tokens += answer.usage.prompt_tokens
+                result.completion_tokens += answer.usage.completion_tokens
                 reply = answer.reply
                 if reply is None or not reply.isContradiction or reply.confidence < self.settings.confidence_floor:
                     continue

@@ -9,7 +9,7 @@
 zero-latency stub: wall time, peak RSS and growth (the 100k target is <= 60 s and <= 2 GiB).
 
 For every run the table shows, per phase: wall and CPU seconds, LLM calls (HTTP requests,
-retries included), verdict-cache hits, SQL statements issued (one per cursor execute; an
+retries included), prompt and completion tokens (the servers' usage), verdict-cache hits, SQL statements issued (one per cursor execute; an
 executemany is one), and the peak resident memory of the process while the phase ran. Every
 measured run is a fresh worker process (`run.py worker`), so peak RSS is that run's alone; the
 stub LLM server (benchmarks/stub.py: tests/llmstub.py with corpus-aware embeddings) runs in its
@@ -133,6 +133,8 @@ def worker(config: dict[str, Any]) -> dict[str, Any]:
                     "outcome": p.outcome,
                     "applied": p.applied,
                     "llmCalls": int(o.get("llmCalls", 0)),
+                    "promptTokens": int(o.get("promptTokens", 0) or 0),
+                    "completionTokens": int(o.get("completionTokens", 0) or 0),
                     "cacheHits": int(o.get("cacheHits", o.get("cached", 0)) or 0),
                     "error": p.error,
                     "output": {k: v for k, v in o.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
@@ -448,6 +450,10 @@ def _calls(run: dict[str, Any]) -> int:
     return sum(p.get("llmCalls", 0) for p in run["phases"].values())
 
 
+def _tokens(run: dict[str, Any], kind: str) -> int:
+    return sum(int(p.get(kind, 0) or 0) for p in run["phases"].values())
+
+
 def _hits(run: dict[str, Any]) -> int:
     return sum(p.get("cacheHits", 0) for p in run["phases"].values())
 
@@ -532,6 +538,8 @@ def rows_of(result: dict[str, Any]) -> list[list[str]]:
                     f"{p['seconds']:.2f}",
                     cpu,
                     str(p.get("llmCalls", 0)),
+                    f"{p.get('promptTokens', 0):,}" if "promptTokens" in p else "-",
+                    f"{p.get('completionTokens', 0):,}" if "completionTokens" in p else "-",
                     str(p.get("cacheHits", "-")),
                     str(p.get("statements", "-")),
                     f"{p.get('peakRssMiB', 0):.0f}",
@@ -546,6 +554,8 @@ def rows_of(result: dict[str, Any]) -> list[list[str]]:
                 f"{total:.2f}",
                 f"{run['cpuSeconds']:.2f}",
                 str(_calls(run)),
+                f"{_tokens(run, 'promptTokens'):,}",
+                f"{_tokens(run, 'completionTokens'):,}",
                 str(_hits(run)),
                 str(run["statements"]),
                 f"{run['peakRssMiB']:.0f}",
@@ -557,13 +567,13 @@ def rows_of(result: dict[str, Any]) -> list[list[str]]:
         if name == "shards":
             for worker in run["workers"]:
                 add_run(f"shard {worker['shard']}", worker)
-            rows.append(["shards", "COMBINED", f"{run['seconds']:.2f}", "", str(run["llmCalls"]), "", "", "", ""])
+            rows.append(["shards", "COMBINED", f"{run['seconds']:.2f}", "", str(run["llmCalls"]), "", "", "", "", "", ""])
         else:
             add_run(name, run)
     return rows
 
 
-HEADERS = ["run", "phase", "wall s", "cpu s", "LLM calls", "cache hits", "statements", "peak RSS MiB", "changed"]
+HEADERS = ["run", "phase", "wall s", "cpu s", "LLM calls", "prompt tokens", "completion tokens", "cache hits", "statements", "peak RSS MiB", "changed"]
 
 
 def title_of(result: dict[str, Any]) -> str:

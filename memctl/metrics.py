@@ -27,7 +27,9 @@ METRICS = {
     "memctl_items_changed": ("gauge", "Records changed by the phase in the last run, by action."),
     "memctl_items_skipped": ("gauge", "Planned changes skipped because the record changed since planning."),
     "memctl_llm_calls": ("gauge", "LLM requests made by the phase in the last run (retries included)."),
-    "memctl_llm_tokens": ("gauge", "LLM tokens used by the phase in the last run."),
+    "memctl_llm_tokens": ("gauge", "LLM tokens used by the phase in the last run (prompt and completion)."),
+    "memctl_llm_prompt_tokens": ("gauge", "LLM prompt tokens used by the phase in the last run."),
+    "memctl_llm_completion_tokens": ("gauge", "LLM completion tokens used by the phase in the last run."),
     "memctl_cache_hits": ("gauge", "Judge verdicts answered from the verdict cache in the last run."),
 }
 
@@ -63,6 +65,8 @@ def render(report: RunReport, finished_at: Optional[float] = None) -> str:
         samples["memctl_items_skipped"].append(_line("memctl_items_skipped", labels, len(phase.skipped)))
         samples["memctl_llm_calls"].append(_line("memctl_llm_calls", labels, _number(output, "llmCalls")))
         samples["memctl_llm_tokens"].append(_line("memctl_llm_tokens", labels, _number(output, "tokens")))
+        samples["memctl_llm_prompt_tokens"].append(_line("memctl_llm_prompt_tokens", labels, _number(output, "promptTokens")))
+        samples["memctl_llm_completion_tokens"].append(_line("memctl_llm_completion_tokens", labels, _number(output, "completionTokens")))
         samples["memctl_cache_hits"].append(_line("memctl_cache_hits", labels, _number(output, "cacheHits", "cached")))
     lines: list[str] = []
     for name, (kind, text) in METRICS.items():

@@ -339,6 +339,10 @@ def _summary(report: RunReport, failed: list[str]) -> str:
     return "; ".join(parts) + (f" ({', '.join(failed)} failed)" if failed else "")
 
 
+#: what every phase's output reports of its LLM use (issue 16): requests and tokens
+LLM_FIGURES = ("llmCalls", "promptTokens", "completionTokens", "tokens")
+
+
 def _run_phase(
     ctx: PhaseContext,
     phase: Phase,
@@ -357,6 +361,8 @@ def _run_phase(
         preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
         plan.phases.append(phase_plan)
         report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message
+        for key in LLM_FIGURES:  # every phase reports what it asked of an LLM, 0 for those that never ask
+            report.output.setdefault(key, 0)
         report.rows = phase_plan.rows()
         if phase_plan.outcome == "failed":
             raise PhaseError(phase_plan.error or phase_plan.message or "planning failed")

@@ -46,6 +46,9 @@ class Settings:
     llm_context_tokens: Optional[int] = None
     #: append every LLM request and reply to this JSON Lines file (secrets scrubbed)
     llm_log: Optional[str] = None
+    #: questions of one kind sent in one request (contradiction pairs, absorption checks,
+    #: consolidation clusters), each answered and validated on its own; 1 = one per request
+    questions_per_call: int = 10
 
     embed_provider: str = "hashing"
     embed_model: Optional[str] = None
@@ -315,6 +318,7 @@ def _validate(s: Settings) -> None:
         ("llm_timeout", s.llm_timeout > 0, "positive"),
         ("llm_response_format", s.llm_response_format in ("auto", "json_schema", "json_object", "text"), "auto, json_schema, json_object or text"),
         ("llm_system_role", s.llm_system_role in ("system", "user", "auto"), "system, user or auto"),
+        ("questions_per_call", 1 <= s.questions_per_call <= 100, "between 1 and 100"),
         ("llm_context_tokens", s.llm_context_tokens is None or s.llm_context_tokens >= 512, "at least 512"),
         ("gate_hours", s.gate_hours >= 0, "zero or more"),
         ("gate_min_new_notes", s.gate_min_new_notes >= 0, "zero or more"),

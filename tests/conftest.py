@@ -84,10 +84,13 @@ def pg_schema() -> Iterator[str]:
 def make_db(backend: str, tmp_path: Path, schema: str | None = None, migrate: bool = True) -> Db:
     """Build settings and an engine for `backend` (sqlite file in tmp_path, or a PG schema)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
+    # One question per request unless a test asks for more (tests/test_batching.py): most tests
+    # script or inspect the stub's replies question by question.
+    one = {"questions_per_call": 1}
     if backend == "sqlite":
-        settings = resolve(flags={"db_url": f"sqlite:///{tmp_path / 'memctl.db'}"}, environ={}, cwd=tmp_path)
+        settings = resolve(flags={"db_url": f"sqlite:///{tmp_path / 'memctl.db'}", **one}, environ={}, cwd=tmp_path)
     else:
-        settings = resolve(flags={"db_url": PG_URL, "db_schema": schema}, environ={}, cwd=tmp_path)
+        settings = resolve(flags={"db_url": PG_URL, "db_schema": schema, **one}, environ={}, cwd=tmp_path)
     engine = make_engine(settings)
     if migrate:
         store_schema.upgrade(engine, settings)

@@ -184,10 +184,41 @@ def _affirmative(words: list[str]) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept]
 
 
-def default_responder(body: dict) -> dict:
-    """Answer memctl's prompts deterministically and plausibly (no model involved)."""
-    kind = prompt_kind(body)
+def questions_from_request(body: dict) -> Optional[list[dict]]:
+    """Return the questions of a request of several (questions_per_call), each {"item", "data"}; None for one question."""
     data = notes_from_request(body)
+    if isinstance(data, dict) and isinstance(data.get("questions"), list):
+        return data["questions"]
+    return None
+
+
+def single_request(body: dict, data: Any) -> dict:
+    """Return `body` as it would be with only the question whose data is `data` (its notes_json block replaced)."""
+    block = json.dumps(data, ensure_ascii=False, indent=2).replace("<", "\\u003c").replace(">", "\\u003e")
+    messages = []
+    for m in body.get("messages", []):
+        content = m.get("content") or ""
+        if m.get("role") == "user" and NOTES_BLOCK.search(content):
+            content = NOTES_BLOCK.sub(lambda _: f"<notes_json>\n{block}\n</notes_json>", content, count=1)
+        messages.append({**m, "content": content})
+    return {**body, "messages": messages}
+
+
+def default_responder(body: dict) -> dict:
+    """Answer memctl's prompts deterministically and plausibly (no model involved).
+
+    A request of several questions gets {"answers": [...]}: each question answered exactly as
+    it would be alone, with its "item" number.
+    """
+    kind = prompt_kind(body)
+    questions = questions_from_request(body)
+    if questions is not None:
+        return {"answers": [{"item": q["item"], **answer_question(kind, q["data"])} for q in questions]}
+    return answer_question(kind, notes_from_request(body))
+
+
+def answer_question(kind: str, data: Any) -> dict:
+    """Answer one question of `kind` about `data` (the notes the prompt shows for it)."""
     if kind == "absorb":
         broader = " ".join(_words(data["broader"]["content"]))
         narrower = " ".join(_words(data["narrower"]["content"]))
@@ -364,8 +395,39 @@ class LLMStub:
             injected = self.fault_rate > 0 and self._rng.random() < self.fault_rate
         if injected:
             return self.fault
+        questions = questions_from_request(body)
+        if questions is not None and self.responder is not None and not getattr(self.responder, "answers_batches", False):
+            return self._answer_each(body, questions)
         answer = (self.responder or default_responder)(body)
         return answer if isinstance(answer, Reply) else Reply(content=answer)
+
+    def _answer_each(self, body: dict, questions: list[dict]) -> Reply:
+        """Answer a request of several questions by asking the responder about each one alone.
+
+        A responder written for one question per request then answers batches too: each
+        question is handed to it as the request it would be alone, and its answer becomes that
+        question's entry. A question the responder answers with a fault (an error status, a
+        reset, content that is not a JSON object) gets no entry, so memctl asks it again alone,
+        where the responder's fault applies. A responder that reads batched requests itself
+        says so with an `answers_batches = True` attribute.
+        """
+        assert self.responder is not None
+        entries, prompt, completion = [], 0, 0
+        for question in questions:
+            answer = self.responder(single_request(body, question["data"]))
+            reply = answer if isinstance(answer, Reply) else Reply(content=answer)
+            content = reply.content
+            if isinstance(content, str):
+                try:
+                    content = json.loads(content)
+                except ValueError:
+                    content = None
+            if reply.status != 200 or reply.reset or reply.truncate or reply.body is not None or not isinstance(content, dict):
+                continue
+            entries.append({"item": question["item"], **content})
+            prompt += reply.prompt_tokens or 0
+            completion += reply.completion_tokens or 0
+        return Reply(content={"answers": entries}, prompt_tokens=prompt or None, completion_tokens=completion or None)
 
     def _chat_body(self, reply: Reply, request: dict) -> bytes:
         if reply.body is not None:

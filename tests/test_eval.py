@@ -7,6 +7,7 @@ on socket.connect fails any test that would reach beyond the loopback interface.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -252,7 +253,9 @@ def test_usage_and_configuration_errors_exit_2(clean_env: None, args: list[str])
 # --- against the stub server ------------------------------------------------------------------
 
 
-def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only: list[Any]) -> None:
+@pytest.mark.parametrize("per_call", [1, 10])
+def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only: list[Any], per_call: int) -> None:
+    # per_call 10: the same answers reach memctl ten questions per request (issue 16), the same figures come out
     decisions: dict[str, bool] = {}
     lock = threading.Lock()
 
@@ -263,22 +266,23 @@ def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only
         return contradiction_reply(flag)
 
     with LLMStub(responder(by_rule)) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub), limit=15)
+        report = api.evaluate(stub_settings(tmp_path, stub, questions_per_call=per_call), limit=15)
         chat = stub.chat_requests
     data = report.to_dict()
     assert report.exit_code == 0 and data["provider"] == "llm" and data["judge"] == "stub-model"
     asked = {kind: sum(prompt_kind(r.body) == kind for r in chat) for kind in ("consolidate", "contradiction")}
 
     c = data["consolidation"]
-    assert c["llmCalls"] == asked["consolidate"] == c["clusters"]["found"] > 0
-    assert c["tokens"] == 16 * c["llmCalls"] and c["promptTokens"] == 11 * c["llmCalls"]
-    assert c["clusters"]["consolidated"] == c["notesCreated"] == c["llmCalls"]
+    found = c["clusters"]["found"]
+    assert c["llmCalls"] == asked["consolidate"] == math.ceil(found / per_call) and found > 0
+    assert c["tokens"] == 16 * found and c["promptTokens"] == 11 * found  # the stub's usage: 11 + 5 per question
+    assert c["clusters"]["consolidated"] == c["notesCreated"] == found
     assert c["activeNotesAfter"] == c["activeNotesBefore"] - c["notesRevoked"] + c["notesCreated"]
     assert c["checks"]["everyFactRetained"] and c["relativeDates"]["inNewNotes"] == 0
 
     d = data["contradictions"]
     _, pairs = load_contradiction_pairs(15)
-    assert d["llmCalls"] == asked["contradiction"] == len(decisions) == 15 and d["tokens"] == 16 * 15
+    assert d["llmCalls"] == asked["contradiction"] == math.ceil(15 / per_call) and len(decisions) == 15 and d["tokens"] == 16 * 15
     flagged = {p.id: decisions[pair_note_ids(p)[0]] for p in pairs}
     expected = {
         "tp": sum(p.contradiction and flagged[p.id] for p in pairs), "fp": sum(not p.contradiction and flagged[p.id] for p in pairs),

@@ -34,6 +34,9 @@ class JudgeResult(Generic[R]):
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
     raw: Optional[str] = None
+    #: the request failed for a transient reason after every retry (timeouts, dropped connections,
+    #: 429, 5xx): the server is failing, so asking the same questions again one by one would not help
+    outage: bool = False
 
 
 class Judge(Protocol):

@@ -37,6 +37,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
@@ -126,7 +127,12 @@ def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None)
         keys = "; ".join(f'"{name}": {describe_schema(sub, defs)}' for name, sub in node.get("properties", {}).items())
         return f"a JSON object with exactly these keys ({keys})"
     if kind == "array":
-        return "a list of " + describe_schema(node.get("items", {}), defs).replace("a string", "strings")
+        inner = describe_schema(node.get("items", {}), defs)
+        if inner == "a string":
+            return "a list of strings"
+        if inner.startswith("a JSON object with "):
+            return "a list of JSON objects, each with " + inner[len("a JSON object with ") :]
+        return "a list of " + inner
     if kind == "number" and "minimum" in node and "maximum" in node:
         return f"a number from {node['minimum']:g} to {node['maximum']:g}"
     return {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}.get(
@@ -321,9 +327,18 @@ class LLMClient:
 
     # -- public API ------------------------------------------------------------------------
     def complete_json(
-        self, system: str, user: str, reply_model: type[R], schema_name: str, max_tokens: Optional[int] = None
+        self, system: str, user: str, reply_model: type[R], schema_name: str, max_tokens: Optional[int] = None,
+        schema_model: Optional[type[BaseModel]] = None,
     ) -> JudgeResult[R]:
-        """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`."""
+        """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`.
+
+        `schema_model` is the schema the server is asked to enforce (and the prompt describes
+        when it cannot), when it differs from the model the reply is parsed with: a reply to
+        several questions is parsed leniently (`BatchReply`) and each answer checked on its own.
+        A failure after the retries for a transient reason (timeouts, dropped connections, 429
+        and 5xx) comes back with `outage=True`.
+        """
+        schema = schema_model or reply_model
         if not _SCHEMA_NAME.match(schema_name):
             raise ConfigError(f"schema_name must match {_SCHEMA_NAME.pattern}, not {schema_name!r}")
         if self._system_role == "auto":
@@ -339,9 +354,7 @@ class LLMClient:
             # Read after a slot is free: another call may have downgraded the format meanwhile.
             mode = self._mode
             try:
-                data = self._call(
-                    self._messages(system, user, reply_model, mode), reply_model, schema_name, mode, max_tokens
-                )
+                data = self._call(self._messages(system, user, schema, mode), schema, schema_name, mode, max_tokens)
             except openai.APIStatusError as exc:
                 overloaded = exc.status_code in OVERLOAD_STATUSES
                 if self._rejects_format(exc, mode):
@@ -377,7 +390,7 @@ class LLMClient:
                     self._count("concurrencyBackoffs")
                     log.warning("LLM server is overloaded (%s); concurrency lowered to %d", "timeout/429/503", self._limiter.limit)
             if not retryable or attempt >= self.max_retries:
-                return self._failure(reason, usage, calls)
+                return replace(self._failure(reason, usage, calls), outage=retryable)
             self._count("retries")
             self._sleep_before_retry(attempt, reason, hint)
             attempt += 1

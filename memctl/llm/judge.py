@@ -13,7 +13,6 @@ the reason, without a request: a server would only fail it (or truncate the prom
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -23,7 +22,16 @@ from memctl.llm import budget
 from memctl.llm.base import JudgeResult
 from memctl.llm.client import LLMClient, schema_instructions
 from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
-from memctl.llm.replies import AbsorptionReply, ConsolidationReply, ContradictionReply
+from memctl.llm.questions import question_data
+from memctl.llm.replies import (
+    AbsorptionBatch,
+    AbsorptionReply,
+    BatchReply,
+    ConsolidationBatch,
+    ConsolidationReply,
+    ContradictionBatch,
+    ContradictionReply,
+)
 from memctl.records import NoteRecord
 
 #: kind -> (template name, reply model, schema name sent with response_format)
@@ -32,35 +40,16 @@ KINDS: dict[str, tuple[str, type[BaseModel], str]] = {
     "contradiction": ("detect-contradictions", ContradictionReply, "contradiction_reply"),
     "absorb": ("absorb-note", AbsorptionReply, "absorption_reply"),
 }
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
-
-
-def note_data(note: NoteRecord) -> dict[str, Any]:
-    """Return the JSON object a prompt shows for `note`, its content with relative dates made absolute."""
-    from memctl import temporal  # written alongside this module; imported late to keep the import graph flat
-
-    created = _utc(note.created_at).date()
-    return {
-        "id": note.id,
-        "type": note.type,
-        "content": temporal.normalise(note.note, created),
-        "createdAt": created.isoformat(),
-        "accessCount": note.access_count,
-    }
-
-
-def pair_data(note: NoteRecord) -> dict[str, Any]:
-    """Return what the contradiction prompt shows for `note`: no access count.
-
-    Authority is decided in code, so the model does not need it, and leaving it out keeps a
-    cached verdict valid while agents keep reading the notes (AccessCount changes on every read).
-    """
-    data = note_data(note)
-    del data["accessCount"]
-    return data
+#: the template whose parts wrap several questions of one kind into one request
+SEVERAL_TEMPLATE = "several-questions"
+#: kind -> (schema of a reply to several questions, its schema name)
+BATCH_KINDS: dict[str, tuple[type[BaseModel], str]] = {
+    "consolidate": (ConsolidationBatch, "consolidation_batch"),
+    "contradiction": (ContradictionBatch, "contradiction_batch"),
+    "absorb": (AbsorptionBatch, "absorption_batch"),
+}
+#: reply tokens per answer on top of its own budget: its "item" key and the list's punctuation
+ITEM_REPLY_TOKENS = 16
 
 
 class LLMJudge:
@@ -104,23 +93,69 @@ class LLMJudge:
 
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
         """Ask for one note keeping every distinct fact of `notes` (a ConsolidationReply)."""
-        return self._ask("consolidate", [note_data(n) for n in notes], self._consolidation_budget(notes), reference_date)
+        return self._ask("consolidate", question_data("consolidate", notes), self._consolidation_budget(notes), reference_date)
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
         """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
-        return self._ask("contradiction", [pair_data(a), pair_data(b)], budget.VERDICT_REPLY_TOKENS)
+        return self._ask("contradiction", question_data("contradiction", (a, b)), budget.VERDICT_REPLY_TOKENS)
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
         """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
-        data = {"broader": note_data(broader), "narrower": note_data(narrower)}
-        return self._ask("absorb", data, budget.VERDICT_REPLY_TOKENS)
+        return self._ask("absorb", question_data("absorb", (broader, narrower)), budget.VERDICT_REPLY_TOKENS)
 
     def consolidation_fits(self, notes: Sequence[NoteRecord], reference_date: str) -> bool:
         """Return whether asking to consolidate `notes` fits the context window (always, without a limit)."""
         if self.context_tokens is None:
             return True
-        system, user = self._render("consolidate", [note_data(n) for n in notes], reference_date)
+        system, user = self._render("consolidate", question_data("consolidate", notes), reference_date)
         return self._overflow("consolidate", system, user, self._consolidation_budget(notes)) is None
+
+    # -- several questions in one request -------------------------------------------------
+    def ask_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> JudgeResult:
+        """Ask several questions of `kind` in one request; `items` are their `question_data`.
+
+        The reply is a `BatchReply`: its entries are checked one by one by the caller (each with
+        the single question's reply model), so one bad entry invalidates only its own question.
+        `max_tokens` is the sum of the questions' own budgets. A request that would not fit the
+        context window is answered here with the reason, without a request (`batch_fits` tells
+        the caller beforehand, so that it can ask fewer at a time).
+        """
+        schema, schema_name = BATCH_KINDS[kind]
+        system, user = self._render_many(kind, items, reference_date)
+        reply_tokens = self.batch_reply_tokens(kind, items)
+        too_big = self._overflow(kind, system, user, reply_tokens, schema)
+        if too_big:
+            return JudgeResult(reply=None, error=too_big)
+        return self.client.complete_json(system, user, BatchReply, schema_name, max_tokens=reply_tokens, schema_model=schema)
+
+    def batch_fits(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> bool:
+        """Return whether asking `items` in one request fits the context window (always, without a limit)."""
+        if self.context_tokens is None:
+            return True
+        system, user = self._render_many(kind, items, reference_date)
+        return self._overflow(kind, system, user, self.batch_reply_tokens(kind, items), BATCH_KINDS[kind][0]) is None
+
+    def batch_reply_tokens(self, kind: str, items: Sequence[Any]) -> int:
+        """Return the max_tokens of a request of `items`: each answer's own budget, and its item number."""
+        total = ITEM_REPLY_TOKENS
+        for data in items:
+            if kind == "consolidate":
+                total += budget.consolidation_reply_tokens([d["content"] for d in data], self.max_note_chars)
+            else:
+                total += budget.VERDICT_REPLY_TOKENS
+            total += ITEM_REPLY_TOKENS
+        return total
+
+    def _render_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str]) -> tuple[str, str]:
+        single = self.prompt(kind)
+        with self._lock:
+            if SEVERAL_TEMPLATE not in self._prompts:
+                self._prompts[SEVERAL_TEMPLATE] = load_prompt(SEVERAL_TEMPLATE, self.prompts_dir)
+            several = self._prompts[SEVERAL_TEMPLATE]
+        preamble = f"Today is {reference_date}.\n\n" if kind == "consolidate" and reference_date is not None else ""
+        data = {"questions": [{"item": k + 1, "data": item} for k, item in enumerate(items)]}
+        extra, user = several.render(count=str(len(items)), preamble=preamble, notes_json=notes_json(data))
+        return f"{single.system}\n\n{extra}", user
 
     def _consolidation_budget(self, notes: Sequence[NoteRecord]) -> int:
         return budget.consolidation_reply_tokens([n.note for n in notes], self.max_note_chars)
@@ -131,14 +166,14 @@ class LLMJudge:
             values["reference_date"] = str(reference_date)
         return self.prompt(kind).render(**values)
 
-    def _overflow(self, kind: str, system: str, user: str, reply_tokens: int) -> Optional[str]:
+    def _overflow(self, kind: str, system: str, user: str, reply_tokens: int, schema: Optional[type[BaseModel]] = None) -> Optional[str]:
         """Return why the question would not fit the context window, or None."""
         if self.context_tokens is None:
             return None
         text = system + user
         mode = self.client.response_format_mode
         if mode != "json_schema":
-            text += schema_instructions(KINDS[kind][1], mode)
+            text += schema_instructions(schema or KINDS[kind][1], mode)
         needed = budget.estimate_tokens(text) + reply_tokens
         if needed <= self.context_tokens:
             return None

@@ -87,3 +87,51 @@ class AbsorptionReply(_Reply):
     isCovered: bool
     reason: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
+
+
+# --- several questions in one request (questions_per_call) ------------------------------------
+
+
+class BatchReply(_Reply):
+    """What a reply to several questions is parsed into first: a list, each entry checked on its own.
+
+    An entry is one question's reply object plus `item` (the question's number, from 1). The
+    envelope is parsed leniently so that one bad entry invalidates only its own question; each
+    entry is then validated with the single question's reply model by the asking code.
+    """
+
+    answers: list[Any]
+
+
+class _ItemNumber(BaseModel):
+    item: int
+
+
+class ConsolidationItem(ConsolidationReply, _ItemNumber):
+    pass
+
+
+class ContradictionItem(ContradictionReply, _ItemNumber):
+    pass
+
+
+class AbsorptionItem(AbsorptionReply, _ItemNumber):
+    pass
+
+
+class ConsolidationBatch(_Reply):
+    """The schema sent with a request of several consolidation questions (parsed as BatchReply)."""
+
+    answers: list[ConsolidationItem]
+
+
+class ContradictionBatch(_Reply):
+    """The schema sent with a request of several contradiction questions (parsed as BatchReply)."""
+
+    answers: list[ContradictionItem]
+
+
+class AbsorptionBatch(_Reply):
+    """The schema sent with a request of several absorption questions (parsed as BatchReply)."""
+
+    answers: list[AbsorptionItem]

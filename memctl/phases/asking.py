@@ -8,10 +8,30 @@ an error for that question only and asked again next run.
 What the LLM client did meanwhile (retries, timeouts, response-format fallbacks, concurrency
 back-offs, deterministic errors not retried) is taken from its counters before and after, so a
 step's output says how hard the answers were to get.
+
+Several questions per request (`questions_per_call`, issue 16). Questions that carry an `item`
+(the data the judge is shown for them) are sent up to `questions_per_call` at a time when the
+judge can (`ask_many`: the LLM judge; the offline one answers each on its own for free), in
+order and one kind (and reference date) per request. A request that would not fit the context
+window (`batch_fits`) is made smaller until it does. Each entry of the reply is then checked
+on its own exactly as a single reply is (the reply model, the question's `vet` of its raw
+text, the phase's `valid`): a bad, missing or duplicated entry invalidates only its own question,
+which is asked again alone. When the request itself failed after its retries (an outage:
+timeouts, dropped connections, 429, 5xx), its questions fail with that reason instead: asking
+a failing server the same questions one by one would only multiply the load. The verdict cache
+holds one entry per question under the key a single question has, so an answer given in a batch
+is reused by a single ask and the other way round. A batch's calls and tokens are shared among
+its questions (calls to the first, tokens evenly), so the phase totals stay exact. A judge whose
+replies to two requests of several questions held no usable answer at all (a weak model that
+answers as if asked one question) is asked one question per request for the rest of the run.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -22,6 +42,8 @@ from memctl.phases.base import PhaseContext
 from memctl.stopping import RunStopped, gather
 from memctl.store.verdicts import VerdictCache, verdict_key
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Question:
@@ -30,6 +52,14 @@ class Question:
     kind: str
     inputs: Any
     ask: Callable[[], JudgeResult]
+    #: what the judge is shown for this question when asked with others in one request
+    #: (`memctl.llm.questions.question_data`); None: it is always asked alone
+    item: Any = None
+    #: what the request shares besides the prompt (the consolidation prompt's reference date)
+    shared: Optional[str] = None
+    #: why this question's raw reply text cannot be used (e.g. it names notes outside the
+    #: question), or None; applied to a batched answer's own entry (a single ask checks in `ask`)
+    vet: Optional[Callable[[str], Optional[str]]] = None
 
 
 @dataclass
@@ -42,6 +72,8 @@ class Answer:
     cached: bool = False
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
+    #: how many questions shared the request that answered this one (0: asked alone)
+    batch: int = 0
 
 
 @dataclass
@@ -129,14 +161,67 @@ def ask_all(
                 answer.error, answer.reply = problem, None
         return answer
 
-    def answered(position: int, answer: Answer) -> None:
-        answers[to_ask[position]] = answer
+    def many(indices: list[int]) -> list[tuple[int, Answer, bool]]:
+        """Ask `indices` in one request; return (index, answer, ask again alone) for each."""
+        if len(indices) == 1 or _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+            return [(i, one(i), False) for i in indices]
+        first = questions[indices[0]]
+        try:
+            result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - then each is asked alone
+            result = JudgeResult(reply=None, error=f"{type(exc).__name__}: {exc}")
+        shares = _shares(result, len(indices))
+        entries = getattr(result.reply, "answers", None) if result.reply is not None else None
+        out: list[tuple[int, Answer, bool]] = []
+        if not isinstance(entries, list):
+            why = f"the request of {len(indices)} questions got no usable reply: {result.error or 'no answers'}"
+            for i, (usage, calls) in zip(indices, shares, strict=True):
+                out.append((i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), not result.outage))
+            if not result.outage:
+                _refused(judge)
+            return out
+        by_item: dict[int, list[Any]] = defaultdict(list)
+        for entry in entries:
+            number = entry.get("item") if isinstance(entry, dict) else None
+            if isinstance(number, str) and number.strip().isdigit():
+                number = int(number)  # "1": a weak model's spelling of the number, unambiguous
+            if isinstance(number, int) and not isinstance(number, bool):
+                by_item[number].append(entry)
+        for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
+            answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
+            found = by_item.get(k + 1, [])
+            answer.error = _entry_problem(questions[i], found, reply_model, valid, answer)
+            out.append((i, answer, answer.error is not None))
+        if not result.outage and all(again for _, _, again in out):
+            _refused(judge)
+        return out
+
+    jobs = _jobs(ctx, judge, questions, to_ask)
+    alone: list[int] = []
+    spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
+
+    def answered_many(position: int, outcome: list[tuple[int, Answer, bool]]) -> None:
+        for i, answer, again in outcome:
+            if again:
+                alone.append(i)
+                spent[i] = answer
+                continue
+            answers[i] = answer
+            ctx.reporter.advance()
+
+    def answered_alone(position: int, answer: Answer) -> None:
+        before = spent[alone[position]]
+        answer.usage, answer.calls = answer.usage + before.usage, answer.calls + before.calls
+        answers[alone[position]] = answer
         ctx.reporter.advance()
 
     before = client_counters(judge)
     ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
+    where = f"while waiting for {judge.model}'s answers"
     try:
-        gather(one, to_ask, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered, f"while waiting for {judge.model}'s answers")
+        gather(many, jobs, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered_many, where)
+        alone.sort()
+        gather(one, alone, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered_alone, where)
     except RunStopped:
         # Keep what was answered before the stop, so the next run does not ask it again; a
         # failure to do so must not hide why the run stopped.
@@ -149,6 +234,11 @@ def ask_all(
         ctx.reporter.finish()
     _tally(ctx, judge, questions, to_ask, answers, cacheable, cache, stats)
     stats.client = counters_since(judge, before)
+    batched = sum(len(job) for job in jobs if len(job) > 1)
+    if batched:
+        stats.client.update({"questionsBatched": batched, "batchRequests": sum(len(job) > 1 for job in jobs), "askedAgainAlone": len(alone)})
+        if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+            stats.client["batchesRefused"] = _refusals(judge)
     return [a for a in answers if a is not None], stats
 
 
@@ -169,3 +259,86 @@ def _tally(
         elif cacheable(answer.reply):
             new_entries.append((answer.key, questions[i].kind, judge.model, answer.reply.model_dump(mode="json")))
     cache.put_many(new_entries, ctx.settings.current_time())
+
+
+#: a judge that answered this many requests of several questions with no usable answer at all
+#: (a weak model that replies as if asked one question: SmolLM2-135M did) is asked one question
+#: per request for the rest of the run
+REFUSALS_BEFORE_ALONE = 2
+_refusal_lock = threading.Lock()
+
+
+def _refusals(judge: Judge) -> int:
+    return int(getattr(judge, "_memctl_batch_refusals", 0))
+
+
+def _refused(judge: Judge) -> None:
+    with _refusal_lock:
+        count = _refusals(judge) + 1
+        setattr(judge, "_memctl_batch_refusals", count)
+    if count == REFUSALS_BEFORE_ALONE:
+        log.warning(
+            "%s answered %d requests of several questions with no usable answer; asking one question per request "
+            "for the rest of the run (set questions_per_call = 1 for this model)", getattr(judge, "model", "the judge"), count,
+        )
+
+
+def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask: Sequence[int]) -> list[list[int]]:
+    """Return the requests to make: runs of up to questions_per_call questions that can share one."""
+    per_call = ctx.settings.questions_per_call
+    if per_call <= 1 or not callable(getattr(judge, "ask_many", None)):
+        return [[i] for i in to_ask]
+    jobs: list[list[int]] = []
+    groups: dict[tuple[str, Optional[str]], list[int]] = defaultdict(list)
+    for i in to_ask:
+        if questions[i].item is None:
+            jobs.append([i])
+        else:
+            groups[(questions[i].kind, questions[i].shared)].append(i)
+    fits = getattr(judge, "batch_fits", None)
+    for (kind, shared), members in groups.items():
+        for start in range(0, len(members), per_call):
+            jobs.extend(_fitting(members[start : start + per_call], kind, shared, questions, fits))
+    return jobs
+
+
+def _fitting(chunk: list[int], kind: str, shared: Optional[str], questions: Sequence[Question], fits: Any) -> list[list[int]]:
+    """Return `chunk` halved until every part fits the context window (a single question always "fits")."""
+    if len(chunk) <= 1 or fits is None or fits(kind, [questions[i].item for i in chunk], shared):
+        return [chunk]
+    middle = (len(chunk) + 1) // 2
+    return _fitting(chunk[:middle], kind, shared, questions, fits) + _fitting(chunk[middle:], kind, shared, questions, fits)
+
+
+def _shares(result: JudgeResult, n: int) -> list[tuple[Usage, int]]:
+    """Split one request's tokens evenly among its `n` questions (the remainder and the calls to the first)."""
+    prompt, completion = result.usage.prompt_tokens, result.usage.completion_tokens
+    return [
+        (Usage(prompt // n + (prompt % n if k == 0 else 0), completion // n + (completion % n if k == 0 else 0)), result.calls if k == 0 else 0)
+        for k in range(n)
+    ]
+
+
+def _entry_problem(
+    question: Question, found: list[Any], reply_model: type[BaseModel], valid: Callable[[Question, BaseModel], Optional[str]], answer: Answer
+) -> Optional[str]:
+    """Check one question's entry of a batched reply as a single reply is checked; set `answer.reply` when it passes."""
+    if not found:
+        return "no answer for this question in the reply to several questions"
+    if len(found) > 1:
+        return f"{len(found)} answers for this question in the reply to several questions"
+    try:
+        reply = reply_model.model_validate(found[0])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
+        return f"answer does not match {reply_model.__name__}: {where}: {first.get('msg')}"
+    if question.vet is not None:
+        problem = question.vet(json.dumps(found[0], ensure_ascii=False))
+        if problem:
+            return problem
+    problem = valid(question, reply)
+    if problem:
+        return problem
+    answer.reply = reply
+    return None

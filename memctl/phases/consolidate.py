@@ -419,6 +419,8 @@ class ConsolidatePhase:
         reference_date: str,
         tally: Tally,
     ) -> list[ClusterCase]:
+        from memctl.llm.questions import question_data
+
         settings = ctx.settings
         cases = []
         texts: dict[str, NoteText] = {}
@@ -449,7 +451,10 @@ class ConsolidatePhase:
                         # The reference date is left out of the cache key on purpose: an unchanged cluster
                         # is never asked twice (it only moves the prompt's 30-day age rule by a day).
                         inputs = {"notes": [seen(n) for n in cluster_notes]}
-                        question = Question("consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date))
+                        question = Question(
+                            "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),
+                            item=question_data("consolidate", cluster_notes), shared=reference_date,
+                        )
                         cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
 
@@ -461,7 +466,7 @@ class ConsolidatePhase:
             case.received = result.reply is not None or result.raw is not None
             return result
 
-        questions = [Question(c.question.kind, c.question.inputs, partial(asked, c)) for c in cases]
+        questions = [replace(c.question, ask=partial(asked, c)) for c in cases]
         answers, stats = ask_all(ctx, judge, questions, ConsolidationReply, lambda q, r: consolidation_problem(q, r, max_chars))  # type: ignore[arg-type]
         tally.add(stats)
         for case, answer in zip(cases, answers, strict=True):
@@ -478,7 +483,8 @@ class ConsolidatePhase:
             case.why = answer.error or "no reply"
             return
         assert isinstance(reply, ConsolidationReply)
-        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars)  # a cached reply meets today's caps too
+        # a fresh reply was checked when it arrived (ask_all's `valid`); a cached one meets today's caps too
+        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars) if answer.cached else None
         if problem:
             case.verdict, case.why = "invalid", problem
             return
@@ -614,6 +620,8 @@ class ConsolidatePhase:
         revoked: set[str],
         get_judge: JudgeGetter,
     ) -> list[AbsorptionCase]:
+        from memctl.llm.questions import question_data
+
         now = ctx.now.timestamp()
         rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
         # User partitions with the same broader partitions (typically every user of a company)
@@ -670,7 +678,9 @@ class ConsolidatePhase:
                     if j >= 0:
                         target = wide[j]
                         inputs = {"broader": seen(target), "narrower": seen(note)}
-                        question = Question("absorb", inputs, partial(_ask_absorption, get_judge, target, note))
+                        question = Question(
+                            "absorb", inputs, partial(_ask_absorption, get_judge, target, note), item=question_data("absorb", (target, note))
+                        )
                         found.append(AbsorptionCase(note, target, float(sim), question))
         found.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
         return found

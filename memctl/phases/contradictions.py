@@ -144,12 +144,20 @@ def reply_problem(question: Question, reply: Any) -> Optional[str]:
     return None
 
 
-def _asker(judge: Judge, pair: Candidate) -> Any:
+def _vetter(pair: Candidate) -> Any:
+    def vet(raw: Optional[str]) -> Optional[str]:
+        named = foreign_ids(raw, pair)
+        return "the reply names notes outside the pair: " + ", ".join(sorted(named)) if named else None
+
+    return vet
+
+
+def _asker(judge: Judge, pair: Candidate, vet: Any) -> Any:
     def ask() -> JudgeResult:
         result = judge.contradiction(pair.a, pair.b)
-        named = foreign_ids(result.raw, pair) if result.reply is not None else set()
-        if named:
-            return replace(result, reply=None, error="the reply names notes outside the pair: " + ", ".join(sorted(named)))
+        problem = vet(result.raw) if result.reply is not None else None
+        if problem:
+            return replace(result, reply=None, error=problem)
         return result
 
     return ask
@@ -158,13 +166,15 @@ def _asker(judge: Judge, pair: Candidate) -> Any:
 def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] = None) -> Question:
     """Return the question asked about `pair`: its inputs are exactly the data the judge sees.
 
-    `seen` memoises each note's data across the pairs it takes part in.
+    `seen` memoises each note's data across the pairs it takes part in. The same data is the
+    question's item when it is asked with others in one request (questions_per_call).
     """
-    from memctl.llm.judge import pair_data
+    from memctl.llm.questions import pair_data
 
     seen = {} if seen is None else seen
     inputs = [seen[n.id] if n.id in seen else seen.setdefault(n.id, pair_data(n)) for n in (pair.a, pair.b)]
-    return Question(KIND, inputs, _asker(judge, pair))
+    vet = _vetter(pair)
+    return Question(KIND, inputs, _asker(judge, pair, vet), item=inputs, vet=vet)
 
 
 @dataclass
@@ -498,6 +508,8 @@ def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
         "cached": 0,
         "llmCalls": 0,
         "tokens": 0,
+        "promptTokens": 0,
+        "completionTokens": 0,
         "contradictionsFound": 0,
         "contradictionsResolved": 0,
         "contradictionsFlagged": 0,

@@ -1,0 +1,56 @@
+"""The data a prompt shows for one question: notes as JSON objects, relative dates made absolute.
+
+Kept apart from memctl/llm/judge.py (which imports the HTTP client) so that the phases can build
+their questions without importing `openai`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from memctl.records import NoteRecord
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def note_data(note: NoteRecord) -> dict[str, Any]:
+    """Return the JSON object a prompt shows for `note`, its content with relative dates made absolute."""
+    from memctl import temporal  # written alongside this module; imported late to keep the import graph flat
+
+    created = _utc(note.created_at).date()
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": temporal.normalise(note.note, created),
+        "createdAt": created.isoformat(),
+        "accessCount": note.access_count,
+    }
+
+
+def pair_data(note: NoteRecord) -> dict[str, Any]:
+    """Return what the contradiction prompt shows for `note`: no access count.
+
+    Authority is decided in code, so the model does not need it, and leaving it out keeps a
+    cached verdict valid while agents keep reading the notes (AccessCount changes on every read).
+    """
+    data = note_data(note)
+    del data["accessCount"]
+    return data
+
+
+def question_data(kind: str, notes: Sequence[NoteRecord]) -> Any:
+    """Return the data a prompt of `kind` shows for one question about `notes`.
+
+    consolidate: the cluster's notes; contradiction: the pair (a, b); absorb: (broader, narrower).
+    """
+    if kind == "consolidate":
+        return [note_data(n) for n in notes]
+    if kind == "contradiction":
+        return [pair_data(n) for n in notes]
+    if kind == "absorb":
+        broader, narrower = notes
+        return {"broader": note_data(broader), "narrower": note_data(narrower)}
+    raise ValueError(f"unknown judge kind {kind!r}; expected one of consolidate, contradiction, absorb")
