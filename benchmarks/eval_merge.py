@@ -222,6 +222,7 @@ def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show:
                 stub.stop()
         with engine.connect() as conn:
             created = [json.loads(d) for (d,) in conn.execute(sa.select(m.note.c.DerivedFromNoteIDs).where(m.note.c.DerivedFromNoteIDs.is_not(None)))]
+            texts = {str(i): t for i, t in conn.execute(sa.select(m.note.c.ID, m.note.c.Note)).all()} if show else {}
         engine.dispose()
     out = report.phases[0].output
     phase_in = report.phases[0].input
@@ -231,6 +232,8 @@ def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show:
         for sources in created:
             if len({labels[s] for s in sources if s in labels}) > 1:
                 print("  mixed:", sorted({labels[s][-1] for s in sources if s in labels}))
+            if not precise([labels[s] for s in sources if s in labels], kind):
+                print(f"  imprecise ({method}):", " | ".join(texts.get(s, s) for s in sources))
     home = {s: i for i, sources in enumerate(created) for s in sources}
     positives = together = 0
     by_label: dict[Label, list[str]] = defaultdict(list)
@@ -256,7 +259,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--sets", default="persona,sick,templated")
     parser.add_argument("--methods", default="offline,stub")
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--show", action="store_true", help="print the labels of every merge of more than one fact or side")
+    parser.add_argument("--show", action="store_true", help="print the labels of every merge of more than one fact or side, and the texts of every imprecise merge")
     parser.add_argument("--minilm-path", type=Path, help="an all-MiniLM-L6-v2 sentence-transformers directory for --methods minilm")
     args = parser.parse_args(argv)
     minilm = minilm_model(args.minilm_path) if "minilm" in args.methods.split(",") else None
