@@ -188,14 +188,16 @@ def slot_conflict(a: Sentence, b: Sentence) -> Optional[tuple[str, str]]:
     matcher = SequenceMatcher(a=x, b=y, autojunk=False)
     blocks = matcher.get_matching_blocks()
     common = sum(block.size for block in blocks)
-    if sorted(x) == sorted(y) and max(block.size for block in blocks) < len(x) / 2:
-        return " ".join(x), " ".join(y)  # the same words in another order, not a moved clause: roles swapped
+    if sorted(x) == sorted(y) and (max(block.size for block in blocks) <= len(x) / 2 or (x[0] == y[-1] and x[-1] == y[0] != x[0])):
+        # the same words in another order, not a moved clause ("the kangaroo is picking up the
+        # woman" / "the woman is picking up the kangaroo"): roles swapped
+        return " ".join(x), " ".join(y)
     if not common:
         return None
     plain_x, plain_y = [w for w in x if w != _NOT], [w for w in y if w != _NOT]
     if (a.negations == 0) != (b.negations == 0) and common >= DENIAL_SHARE * min(len(plain_x), len(plain_y)):
         return a.text, b.text  # a statement and a denial of much of it
-    clash = _exclusive_clash(set(x), set(y))
+    clash = _exclusive_clash(set(x), set(y)) or _opposite(set(a.signed), set(b.signed))
     if clash:
         return clash
     if common < TEMPLATE_MIN_WORDS or common < TEMPLATE_SHARE * max(len(x), len(y)):
@@ -228,6 +230,31 @@ def _names(sentence: Sentence) -> frozenset[str]:
 
 def _value_like(words: Sequence[str], names: frozenset[str]) -> bool:
     return any(w in names or _DIGIT.search(w) or any(s.group_of(w) is not None for s in EXCLUSIVE_SETS) for w in words)
+
+
+# Words of opposite meaning, as analyse() spells them: a pair of them, one on each side only, is a
+# different value even where both are prepositions ("jumping into the pool" / "out of the pool").
+_OPPOSITES = frozenset(frozenset(pair) for pair in (
+    ("in", "out"), ("into", "out"), ("inside", "outside"), ("on", "off"), ("onto", "off"), ("up", "down"),
+    ("over", "under"), ("above", "below"), ("before", "after"), ("with", "without"), ("to", "from"),
+    ("open", "closed"), ("opened", "closed"), ("start", "stop"), ("starting", "stopping"), ("started", "stopped"),
+    ("rising", "falling"), ("rise", "fall"), ("entering", "leaving"), ("arriving", "leaving"),
+    ("win", "lose"), ("winning", "losing"), ("won", "lost"), ("accept", "reject"), ("accepted", "rejected"),
+    ("allow", "forbid"), ("allowed", "forbidden"), ("enable", "disable"), ("enabled", "disabled"),
+    ("true", "false"), ("yes", "no"), ("speaking", "silent"), ("talking", "silent"), ("eating", "fasting"),
+    ("asleep", "awake"), ("sleeping", "awake"), ("naked", "dressed"), ("naked", "wearing"), ("one", "both"),
+    ("sitting", "standing"), ("sitting", "getting"), ("making", "hanging"), ("putting", "removing"),
+    ("include", "exclude"), ("included", "excluded"), ("always", "never"), ("increase", "decrease"),
+))
+
+
+def _opposite(x: set[str], y: set[str]) -> Optional[tuple[str, str]]:
+    """Return two words of opposite meaning, one on each side only ("into" / "out"), or None."""
+    for a in x - y:
+        for b in y - x:
+            if frozenset((a, b)) in _OPPOSITES:
+                return a, b
+    return None
 
 
 def _exclusive_clash(x: set[str], y: set[str]) -> Optional[tuple[str, str]]:

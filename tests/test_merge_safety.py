@@ -157,6 +157,14 @@ def test_subject_and_slot_checks() -> None:
                                                    "Alice wants a short email summary every Friday.", "Alice wants a short email summary every Monday."))
     assert incompatibility(friday, moved) is None and incompatibility(moved, friday) is None
     assert incompatibility(monday, moved) is not None and incompatibility(moved, monday) is not None
+    # opposite words, prepositions included, and swapped roles are different values
+    for left, right in (("A dog with golden fur is in the water.", "A dog with golden fur is out of the water."),
+                        ("Three children are running up hill.", "Three children are running down hill."),
+                        ("The man is eating.", "The man is fasting."),
+                        ("The kangaroo is picking up the woman.", "The woman is picking up the kangaroo."),
+                        ("A cheetah is quickly running behind its prey.", "A prey is quickly running behind the cheetah.")):
+        assert incompatibility(NoteText(left), NoteText(right)) is not None, (left, right)
+    assert incompatibility(NoteText("Alice gets a summary every Friday."), NoteText("Every Friday Alice gets a summary.")) is None
 
 
 def test_an_mj_like_300_note_store_merges_only_one_subject_per_note(sqlite_db: Db) -> None:
