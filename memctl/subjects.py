@@ -302,13 +302,15 @@ def _analysis(pieces: tuple[str, ...]) -> tuple[list[Sentence], frozenset[str], 
 #: incompatibility verdicts by the two notes' sentence tuples (cleared when it reaches the bound)
 _VERDICTS: dict[tuple[tuple[str, ...], tuple[str, ...]], Optional[str]] = {}
 _VERDICTS_MAX = 65536
+_UNKNOWN = object()
 
 
 def incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
     """Return why two notes must not share a merged note (rules 1-4 above), or None."""
     key = (a.pieces, b.pieces)
-    if key in _VERDICTS:
-        return _VERDICTS[key]
+    found = _VERDICTS.get(key, _UNKNOWN)  # one lookup: another thread may clear the cache in between
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
     if len(_VERDICTS) >= _VERDICTS_MAX:
         _VERDICTS.clear()
     verdict = _VERDICTS[key] = _incompatibility(a, b)

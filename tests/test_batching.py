@@ -60,6 +60,7 @@ class Batches:
         self.spoil = spoil
         self.bad = bad
         self.sizes: list[int] = []
+        self.spoiled_last = False
 
     def __call__(self, body: dict) -> Any:
         kind = prompt_kind(body)
@@ -71,9 +72,10 @@ class Batches:
             return self.good(kind, notes_from_request(body))
         self.sizes.append(len(questions))
         entries: list[Any] = []
-        for q in questions:
+        for position, q in enumerate(questions):
             entry = {"item": q["item"], **self.good(kind, q["data"])}
             if ids_of(q["data"]) & self.bad:
+                self.spoiled_last = position == len(questions) - 1
                 entries.extend(self.spoil(entry, q))
             else:
                 entries.append(entry)
@@ -113,10 +115,12 @@ def test_a_bad_answer_in_a_batch_is_asked_again_alone_and_the_others_are_applied
         requests = stub.chat_requests
     assert report.exit_code == 0, report.phases[0].error
     out = report.phases[0].output
-    # one request of five questions, then the spoiled one alone
-    assert responder.sizes == [5, 1] and len(requests) == 2
-    assert out["llmCalls"] == 2 and out["questionsAsked"] == 5 and out["failedReplies"] == 0
-    assert out["questionsBatched"] == 5 and out["batchRequests"] == 1 and out["askedAgainAlone"] == 1
+    # one request of five questions, then the spoiled one alone; a missing last answer looks like
+    # answers renumbered after a skipped one, so then all five are asked again alone
+    alone = 5 if case in ("missing", "no-item-number") and responder.spoiled_last else 1
+    assert responder.sizes == [5] + [1] * alone and len(requests) == 1 + alone
+    assert out["llmCalls"] == 1 + alone and out["questionsAsked"] == 5 and out["failedReplies"] == 0
+    assert out["questionsBatched"] == 5 and out["batchRequests"] == 1 and out["askedAgainAlone"] == alone
     assert requests[0].body["max_tokens"] == ITEM_REPLY_TOKENS + 5 * (VERDICT_REPLY_TOKENS + ITEM_REPLY_TOKENS)
     assert requests[0].body["response_format"]["json_schema"]["name"] == "contradiction_batch"
     assert requests[1].body["max_tokens"] == VERDICT_REPLY_TOKENS
@@ -142,10 +146,20 @@ def test_an_outage_fails_the_batch_questions_without_asking_them_alone(db: Db) -
     assert verdict_rows(db, "contradiction") == []
 
 
+# three topics of one user: clusters share a request only within one partition
+TOPICS = (
+    TOPIC[:3],
+    ["The customer uses the Berlin data centre for backups.", "The customer uses the Berlin data centre for all backups.",
+     "The customer uses the Berlin data centre for its backups."],
+    ["Meetings with the customer happen on Tuesday mornings.", "Meetings with the customer happen on Tuesday mornings only.",
+     "Meetings with the customer always happen on Tuesday mornings."],
+)
+
+
 def test_a_bad_cluster_answer_in_a_batch_is_asked_again_alone(db: Db) -> None:
     store = Store(db.engine)
-    agent = store.agent()
-    clusters = [topic(store, TOPIC[:3], AgentID=agent, UserID=store.user(f"U{k}")) for k in range(3)]
+    agent, user = store.agent(), store.user()
+    clusters = [topic(store, texts, AgentID=agent, UserID=user) for texts in TOPICS]
     bad = frozenset(i.lower() for i in clusters[1])
     outside = lambda entry, q: [{**entry, "sourceNoteIds": [*entry["sourceNoteIds"], str(uuid.uuid4())]}]  # noqa: E731
     responder = Batches(outside, bad)
@@ -165,6 +179,60 @@ def test_a_bad_cluster_answer_in_a_batch_is_asked_again_alone(db: Db) -> None:
     children = steps(db, report.run_id, child=True)
     assert sum(c["output"]["llmCalls"] for c in children) == 2  # the batch's call counted once, on its first cluster
     assert sum(c["output"]["tokens"] for c in children) == out["tokens"]
+
+
+def test_clusters_of_different_partitions_never_share_a_request(db: Db) -> None:
+    """A model that mixes up its items could write one user's fact into another user's merged
+    note: clusters are batched only within their partition (one audience)."""
+    store = Store(db.engine)
+    agent = store.agent()
+    clusters = [topic(store, TOPIC[:3], AgentID=agent, UserID=store.user(f"U{k}")) for k in range(3)]
+    responder = Batches(lambda entry, q: [entry], frozenset())
+    with LLMStub(responder) as stub:
+        report = consolidate(db, **llm(stub), questions_per_call=3)
+    assert report.exit_code == 0 and responder.sizes == [1, 1, 1]
+    assert report.phases[0].output["clustersConsolidated"] == 3
+    assert all(store.status(s) == "Revoked" for sources in clusters for s in sources)
+
+
+class Renumbered(Batches):
+    """Answers every batched question by its own pair, but numbers the answers from 0 or as
+    "²": used as numbered, each would land on its neighbour's question."""
+
+    def __init__(self, first: Any, none_for: frozenset[str]) -> None:
+        super().__init__(lambda entry, q: [entry], frozenset())
+        self.first, self.none_for = first, none_for
+
+    def __call__(self, body: dict) -> Any:
+        questions = questions_from_request(body)
+        if questions is None:
+            self.sizes.append(1)
+            from llmstub import notes_from_request
+
+            return self.answer(notes_from_request(body))
+        self.sizes.append(len(questions))
+        return {"answers": [{"item": self.first if k == 0 else k + (0 if self.first == 0 else 1), **self.answer(q["data"])}
+                            for k, q in enumerate(questions)]}
+
+    def answer(self, data: Any) -> dict:
+        if ids_of(data) & self.none_for:
+            return {"verdict": "none", "reason": "Two different facts.", "confidence": 0.9}
+        return dict(CONTRADICTION)
+
+
+@pytest.mark.parametrize("first", [0, "²"], ids=["from-zero", "superscript"])
+def test_answers_numbered_off_by_one_are_all_asked_again_alone(db: Db, first: Any) -> None:
+    store = Store(db.engine)
+    pairs = plant_pairs(store, 4)
+    keep = frozenset(i.lower() for p in pairs[1::2] for i in p)  # the judge says "no contradiction" for these
+    responder = Renumbered(first, keep)
+    with LLMStub(responder) as stub:
+        report = detect(db, with_llm(db, stub, questions_per_call=4))
+    assert report.exit_code == 0, report.phases[0].error
+    assert responder.sizes[0] == 4 and sorted(responder.sizes[1:]) == ([1, 1, 1, 1] if first == 0 else [1])
+    for k, (older, newer) in enumerate(pairs):
+        assert store.status(older) == ("Active" if k % 2 else "Revoked"), k
+        assert store.status(newer) == "Active"
 
 
 # --- the verdict cache -----------------------------------------------------------------------

@@ -274,7 +274,9 @@ def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only
 
     c = data["consolidation"]
     found = c["clusters"]["found"]
-    assert c["llmCalls"] == asked["consolidate"] == math.ceil(found / per_call) and found > 0
+    # clusters share a request only within their partition (one persona here)
+    assert c["llmCalls"] == asked["consolidate"] and found > 0
+    assert c["llmCalls"] == found if per_call == 1 else math.ceil(found / per_call) <= c["llmCalls"] < found
     assert c["tokens"] == 16 * found and c["promptTokens"] == 11 * found  # the stub's usage: 11 + 5 per question
     assert c["clusters"]["consolidated"] == c["notesCreated"] == found
     assert c["activeNotesAfter"] == c["activeNotesBefore"] - c["notesRevoked"] + c["notesCreated"]

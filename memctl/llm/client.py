@@ -335,8 +335,9 @@ class LLMClient:
         `schema_model` is the schema the server is asked to enforce (and the prompt describes
         when it cannot), when it differs from the model the reply is parsed with: a reply to
         several questions is parsed leniently (`BatchReply`) and each answer checked on its own.
-        A failure after the retries for a transient reason (timeouts, dropped connections, 429
-        and 5xx) comes back with `outage=True`.
+        A failure after the retries for a transient reason (dropped connections, 429 and 5xx;
+        not a timeout, which may only say the request was too big for its deadline) comes back
+        with `outage=True`.
         """
         schema = schema_model or reply_model
         if not _SCHEMA_NAME.match(schema_name):
@@ -350,7 +351,7 @@ class LLMClient:
         while True:
             calls += 1
             self._limiter.acquire()
-            overloaded = False
+            overloaded = timed_out = False
             # Read after a slot is free: another call may have downgraded the format meanwhile.
             mode = self._mode
             try:
@@ -371,7 +372,7 @@ class LLMClient:
                         return self._failure(f"{reason} (the same error twice: not retried)", usage, calls, retried=False)
                     last_error = body
             except (openai.APITimeoutError, CallTimeout):
-                overloaded = True
+                overloaded = timed_out = True
                 self._count("timeouts")
                 reason, retryable, hint = f"timed out after {self.timeout:g}s", True, None
             except openai.APIConnectionError as exc:
@@ -390,7 +391,9 @@ class LLMClient:
                     self._count("concurrencyBackoffs")
                     log.warning("LLM server is overloaded (%s); concurrency lowered to %d", "timeout/429/503", self._limiter.limit)
             if not retryable or attempt >= self.max_retries:
-                return replace(self._failure(reason, usage, calls), outage=retryable)
+                # a timeout is not an outage: a request of several questions may only be too slow
+                # for its deadline, and its questions are then asked one by one
+                return replace(self._failure(reason, usage, calls), outage=retryable and not timed_out)
             self._count("retries")
             self._sleep_before_retry(attempt, reason, hint)
             attempt += 1

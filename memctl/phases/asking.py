@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -57,6 +58,11 @@ class Question:
     item: Any = None
     #: what the request shares besides the prompt (the consolidation prompt's reference date)
     shared: Optional[str] = None
+    #: questions share a request only within one group. Consolidation sets its partition (one
+    #: audience): a model that mixes up its items must never write one partition's facts into
+    #: another's merged note. A verdict (contradiction, absorption) writes no note text; its
+    #: reason goes only to Comments and review rows, which the operator reads.
+    group: Optional[str] = None
     #: why this question's raw reply text cannot be used (e.g. it names notes outside the
     #: question), or None; applied to a batched answer's own entry (a single ask checks in `ask`)
     vet: Optional[Callable[[str], Optional[str]]] = None
@@ -183,10 +189,17 @@ def ask_all(
         by_item: dict[int, list[Any]] = defaultdict(list)
         for entry in entries:
             number = entry.get("item") if isinstance(entry, dict) else None
-            if isinstance(number, str) and number.strip().isdigit():
+            if isinstance(number, str) and _ITEM_TEXT.fullmatch(number.strip()):
                 number = int(number)  # "1": a weak model's spelling of the number, unambiguous
             if isinstance(number, int) and not isinstance(number, bool):
                 by_item[number].append(entry)
+        misnumbered = _misnumbered(by_item, len(indices))
+        if misnumbered:
+            # answers numbered from 0, or shifted past a skipped one, would land on the wrong
+            # question: none of them is used, every question is asked again alone
+            why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
+            return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
+                    for i, (usage, calls) in zip(indices, shares, strict=True)]
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
             answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
             found = by_item.get(k + 1, [])
@@ -283,20 +296,38 @@ def _refused(judge: Judge) -> None:
         )
 
 
+_ITEM_TEXT = re.compile(r"[0-9]{1,4}")
+
+
+def _misnumbered(by_item: dict[int, list[Any]], n: int) -> Optional[str]:
+    """Return how a batched reply's item numbers show it may be off by some, or None.
+
+    A number outside 1..n (answers counted from 0), or missing numbers all at the end (answers
+    renumbered by position after a skipped one), makes every answer suspect. A gap in the middle,
+    with the numbers around it in place, leaves only that question unanswered.
+    """
+    numbers = sorted(by_item)
+    if any(k < 1 or k > n for k in numbers):
+        return ", ".join(str(k) for k in numbers[:12])
+    if numbers and len(numbers) < n and numbers == list(range(1, len(numbers) + 1)):
+        return f"1..{len(numbers)} of {n}"
+    return None
+
+
 def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask: Sequence[int]) -> list[list[int]]:
     """Return the requests to make: runs of up to questions_per_call questions that can share one."""
     per_call = ctx.settings.questions_per_call
     if per_call <= 1 or not callable(getattr(judge, "ask_many", None)):
         return [[i] for i in to_ask]
     jobs: list[list[int]] = []
-    groups: dict[tuple[str, Optional[str]], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, Optional[str], Optional[str]], list[int]] = defaultdict(list)
     for i in to_ask:
         if questions[i].item is None:
             jobs.append([i])
         else:
-            groups[(questions[i].kind, questions[i].shared)].append(i)
+            groups[(questions[i].kind, questions[i].shared, questions[i].group)].append(i)
     fits = getattr(judge, "batch_fits", None)
-    for (kind, shared), members in groups.items():
+    for (kind, shared, _), members in groups.items():
         for start in range(0, len(members), per_call):
             jobs.extend(_fitting(members[start : start + per_call], kind, shared, questions, fits))
     return jobs
