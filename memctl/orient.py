@@ -129,6 +129,16 @@ class StepView:
         }
 
 
+def _json_or_text(value: Any) -> Any:
+    """A step's InputData / OutputData: JSON as memctl writes it, or the text another agent wrote."""
+    if not value:
+        return None
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def show_run(engine: Engine, run_id: str) -> tuple[dict[str, Any], list[StepView]]:
     """Return a run and its steps as a tree (children under their parent step)."""
     with read(engine) as conn:
@@ -136,7 +146,7 @@ def show_run(engine: Engine, run_id: str) -> tuple[dict[str, Any], list[StepView
         steps = conn.execute(sa.select(m.run_step).where(m.run_step.c.AgentRunID == run[0]["ID"]).order_by(m.run_step.c.StepNumber)).mappings().all()
     views = {str(s["ID"]): StepView(
         str(s["ID"]), s["StepNumber"], s["StepName"], s["StepType"], s["Status"],
-        json.loads(s["InputData"]) if s["InputData"] else None, json.loads(s["OutputData"]) if s["OutputData"] else None, s["ErrorMessage"],
+        _json_or_text(s["InputData"]), _json_or_text(s["OutputData"]), s["ErrorMessage"],
     ) for s in steps}
     roots = []
     for s in steps:

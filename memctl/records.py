@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping, Optional
 
+#: ProtectionTier values by their lower-case spelling (MJ's check: Immutable, Protected, Standard, Ephemeral)
+_TIERS = {t.lower(): t for t in ("Immutable", "Protected", "Standard", "Ephemeral")}
+
 PartitionKey = tuple[Optional[str], Optional[str], Optional[str], Optional[str], Optional[str], Optional[str]]
 
 
@@ -80,7 +83,10 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
     if values["access_count"] < 0:
         values["stored_access_count"], values["access_count"] = values["access_count"], 0
     values["consolidation_count"] = values["consolidation_count"] or 0
-    values["protection_tier"] = values["protection_tier"] or "Standard"
+    # SQL Server's usual case-insensitive collation lets MJ's check accept 'protected': read the
+    # tier as its canonical spelling, so the rules see what the database's own filters see
+    tier = values["protection_tier"] or "Standard"
+    values["protection_tier"] = _TIERS.get(str(tier).lower(), tier)
     score = values.get("importance_score")
     values["importance_score"] = None if score is None else float(score)
     return NoteRecord(**values)

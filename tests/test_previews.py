@@ -169,6 +169,18 @@ def test_us17_runs_show_piped_is_never_cut_at_80_columns(db: Db) -> None:
     assert output_line in [line.strip() for line in shown.stdout.splitlines()] and len(output_line) > 80
 
 
+def test_runs_show_a_step_whose_data_another_agent_wrote_as_text(db: Db) -> None:
+    """`runs show --all` lists MJ's own runs: a step's InputData need not be JSON."""
+    seeded(db)
+    assert cli(db, "archive").exit_code == 0
+    run = json.loads(cli(db, "runs", "list", "--json").stdout)[0]
+    with db.engine.begin() as conn:
+        conn.execute(m.run_step.update().values(InputData="plain text written by another agent", OutputData="{not json"))
+    shown = cli(db, "runs", "show", run["id"])
+    assert shown.exit_code == 0, shown.output
+    assert "plain text written by another agent" in shown.stdout and "{not json" in shown.stdout
+
+
 def test_us17_run_ids_by_unique_prefix_and_ambiguous_prefixes_list_the_runs(db: Db) -> None:
     seeded(db)
     assert cli(db, "archive").exit_code == 0

@@ -104,6 +104,7 @@ def policy_refusal(action: str, table: str, row: Mapping[str, Any], values: Opti
     if action == "check" or table == REVIEW_TABLE:
         return None  # a check writes nothing (an Immutable note may be the one a unit relies on)
     tier = row.get("ProtectionTier") if table == "AIAgentNote" else None
+    tier = str(tier).capitalize() if tier else tier  # 'protected' on a case-insensitive collation is Protected
     if tier == "Immutable":
         return "the note is Immutable"
     lowers = action in STATUS_CHANGING or (action == "restore" and (values or {}).get("Status") not in (None, "Active"))
