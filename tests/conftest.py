@@ -143,3 +143,12 @@ def mj_db(request: pytest.FixtureRequest, pg_schema: str, tmp_path: Path) -> Ite
     store = make_mj_db(tmp_path, pg_schema, request.param)
     yield store
     store.engine.dispose()
+
+
+@pytest.fixture
+def stub() -> Iterator["LLMStub"]:
+    """The scripted OpenAI-compatible stub server on 127.0.0.1 (tests/llmstub.py), one per test."""
+    from llmstub import LLMStub
+
+    with LLMStub() as server:
+        yield server

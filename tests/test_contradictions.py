@@ -10,7 +10,7 @@ import io
 import json
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -39,11 +39,6 @@ CONTRADICTION = {
 }
 COMPATIBLE = {"isContradiction": False, "contradictionType": "none", "reason": "Complementary facts.", "confidence": 0.9}
 
-
-@pytest.fixture
-def stub() -> Iterator[LLMStub]:
-    with LLMStub() as s:
-        yield s
 
 
 def with_llm(db: Db, stub: LLMStub, **changes: Any) -> Any:

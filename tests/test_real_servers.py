@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,12 +19,11 @@ from factory import NOW, Store, at
 from llmstub import LLMStub, Reply, default_responder, notes_from_request, prompt_kind
 from memctl import api
 from memctl.llm.budget import split_to_fit
-from memctl.llm.client import LLMClient
 from memctl.llm.judge import LLMJudge
 from memctl.llm.replies import ContradictionReply
 from memctl.records import NoteRecord
 from memctl.verify import verify
-from test_llm_client import KEY, note
+from test_llm_client import KEY, make_client, note
 
 LLAMA_CPP_500 = (
     "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
@@ -34,16 +33,7 @@ COMPATIBLE = {"verdict": "none", "reason": "Complementary facts.", "confidence":
 CONTRADICTION = {"verdict": "competing_value", "reason": "Two values for one attribute.", "confidence": 0.95}
 
 
-@pytest.fixture
-def stub() -> Iterator[LLMStub]:
-    with LLMStub() as s:
-        yield s
 
-
-def client_for(stub: LLMStub, **kw: Any) -> LLMClient:
-    options: dict[str, Any] = {"timeout": 5, "max_retries": 3, "backoff_base": 0.01, "backoff_max": 0.05}
-    options.update(kw)
-    return LLMClient(stub.base_url, KEY, "stub-model", **options)
 
 
 def like_llama_cpp(body: dict) -> Any:
@@ -55,7 +45,7 @@ def like_llama_cpp(body: dict) -> Any:
 
 def test_a_500_naming_the_response_format_falls_back_to_json_object_with_the_schema_in_the_prompt() -> None:
     with LLMStub(like_llama_cpp) as stub:
-        judge = LLMJudge(client_for(stub))
+        judge = LLMJudge(make_client(stub))
         first = judge.contradiction(note("a", "User likes tea."), note("b", "User likes coffee."))
         second = judge.contradiction(note("a", "User likes tea."), note("c", "User likes cake."))
         assert first.reply == ContradictionReply(**COMPATIBLE) and second.reply is not None
@@ -69,14 +59,14 @@ def test_a_500_naming_the_response_format_falls_back_to_json_object_with_the_sch
 
 def test_llm_response_format_setting_starts_at_the_mode_it_names(stub: LLMStub) -> None:
     stub.script(Reply.json(COMPATIBLE))
-    client = client_for(stub, response_format="text")
+    client = make_client(stub, response_format="text")
     assert client.complete_json("s", "u", ContradictionReply, "contradiction_reply").reply is not None
     assert "response_format" not in stub.chat_requests[0].body
     assert "JSON object only" in stub.chat_requests[0].message("user")
 
 
 def test_every_request_carries_max_tokens_sized_to_its_reply(stub: LLMStub) -> None:
-    judge = LLMJudge(client_for(stub))
+    judge = LLMJudge(make_client(stub))
     judge.contradiction(note("a", "User likes tea."), note("b", "User likes coffee."))
     notes = [note(str(i), f"User wants reports as PDF, item {i}. " * 5) for i in range(4)]
     judge.consolidate(notes, "2026-03-20")
@@ -87,7 +77,7 @@ def test_every_request_carries_max_tokens_sized_to_its_reply(stub: LLMStub) -> N
 
 def test_the_same_server_error_twice_is_not_retried(stub: LLMStub) -> None:
     stub.script(*[Reply.error(500, "Context size has been exceeded.")] * 4)
-    client = client_for(stub)
+    client = make_client(stub)
     result = client.complete_json("s", "u", ContradictionReply, "contradiction_reply")
     assert result.reply is None and result.calls == 2 and len(stub.chat_requests) == 2
     assert "not retried" in result.error and "Context size" in result.error
@@ -97,7 +87,7 @@ def test_the_same_server_error_twice_is_not_retried(stub: LLMStub) -> None:
 def test_a_trickling_reply_ends_at_the_call_deadline(stub: LLMStub) -> None:
     # one byte every 0.2 s: the whole body would take about a minute; each read is quick
     stub.script(Reply(content=COMPATIBLE, trickle=0.2))
-    client = client_for(stub, timeout=1, max_retries=0)
+    client = make_client(stub, timeout=1, max_retries=0)
     result = client.complete_json("s", "u", ContradictionReply, "contradiction_reply")
     assert result.reply is None and "timed out after 1s" in result.error
     assert client.counters()["timeouts"] == 1
@@ -106,7 +96,7 @@ def test_a_trickling_reply_ends_at_the_call_deadline(stub: LLMStub) -> None:
 def test_timeouts_lower_the_concurrency_and_successes_raise_it_again() -> None:
     with LLMStub(lambda body: COMPATIBLE) as stub:
         stub.script(Reply.slow(2.0, COMPATIBLE))
-        client = client_for(stub, timeout=0.5, concurrency=4, max_retries=2)
+        client = make_client(stub, timeout=0.5, concurrency=4, max_retries=2)
         client.complete_json("s", "u", ContradictionReply, "contradiction_reply")
         assert client.concurrency_now == 2 and client.counters()["concurrencyBackoffs"] == 1
         for _ in range(4):
@@ -115,7 +105,7 @@ def test_timeouts_lower_the_concurrency_and_successes_raise_it_again() -> None:
 
 
 def test_a_question_that_would_not_fit_the_context_is_never_sent(stub: LLMStub) -> None:
-    judge = LLMJudge(client_for(stub), context_tokens=600)
+    judge = LLMJudge(make_client(stub), context_tokens=600)
     result = judge.contradiction(note("a", "User likes tea. " * 50), note("b", "User likes coffee."))
     assert result.reply is None and "not sent" in result.error and "llm_context_tokens = 600" in result.error
     assert stub.chat_requests == []
@@ -123,7 +113,7 @@ def test_a_question_that_would_not_fit_the_context_is_never_sent(stub: LLMStub) 
 
 def test_a_cluster_too_big_for_the_context_is_split_into_parts_that_fit(stub: LLMStub) -> None:
     notes = [note(f"{i:02d}", f"User wants report number {i} sent as a PDF attachment every Monday morning. " * 4) for i in range(7)]
-    judge = LLMJudge(client_for(stub), context_tokens=3500)
+    judge = LLMJudge(make_client(stub), context_tokens=3500)
     assert not judge.consolidation_fits(notes, "2026-03-20")
     parts = split_to_fit(notes, lambda part: judge.consolidation_fits(part, "2026-03-20"), 3)
     assert parts and all(len(p) >= 3 and judge.consolidation_fits(p, "2026-03-20") for p in parts)
@@ -139,7 +129,7 @@ def test_the_system_message_goes_into_the_user_message_when_a_probe_shows_the_se
         return Reply.json(answer, prompt_tokens=tokens)
 
     with LLMStub(drops_system) as stub:
-        client = client_for(stub, system_role="auto")
+        client = make_client(stub, system_role="auto")
         with caplog.at_level("WARNING"):
             result = client.complete_json("Be strict.", "Compare.", ContradictionReply, "contradiction_reply")
         assert result.reply is not None and client.system_role == "user"
@@ -151,7 +141,7 @@ def test_the_system_message_goes_into_the_user_message_when_a_probe_shows_the_se
 def test_log_llm_writes_every_request_and_reply_with_secrets_scrubbed(stub: LLMStub, tmp_path: Path) -> None:
     stub.script(Reply.error(503, f"overloaded for key {KEY}"), Reply.json(COMPATIBLE))
     path = tmp_path / "llm.jsonl"
-    client = client_for(stub, log_path=path)
+    client = make_client(stub, log_path=path)
     client.complete_json("s", f"the key is {KEY}", ContradictionReply, "contradiction_reply")
     client.close()
     text = path.read_text()

@@ -39,11 +39,6 @@ SPEC = CorpusSpec(notes=800, agents=5, dim=384, seed=23, orphan_share=0.03, cont
 PHASE_STEPS = {"Consolidate Related Notes", "Detect Note Contradictions", "Prune Stale References", "Archive Expired Items"}
 
 
-@pytest.fixture
-def stub() -> Iterator[LLMStub]:
-    with LLMStub() as server:
-        yield server
-
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[list[Db]]:
