@@ -7,14 +7,13 @@ float32 bytes keyed by (note, model) with the content hash, so an unchanged note
 once. A dry-run reads the cache but never writes it.
 
 Stored vectors are JSON text, and decoding them is most of the cost of a large store: each
-distinct text is decoded once per run (keyed by its digest, so both LLM phases share the work),
-and the usual all-floats array is checked in numpy rather than element by element.
+note's text is decoded once per run (both LLM phases share the work), all at once with a helper
+process on a large store (`decode_many`), and the usual all-floats array is checked in numpy
+rather than element by element.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
@@ -23,7 +22,7 @@ import sqlalchemy as sa
 
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
-from memctl.embed.stored import content_hash, decode_vector
+from memctl.embed.stored import content_hash, decode_many, decode_stored  # noqa: F401 - decode_stored: this module's API
 from memctl.phases.base import PhaseContext
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
@@ -49,29 +48,6 @@ class VectorStats:
     computed: int = 0
 
 
-def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
-    """Return `decode_vector(text)`, computed faster when the text is a JSON array of floats.
-
-    decode_vector checks every element in Python (~150 us for 384 floats); here the checks of
-    that common case run in numpy. Anything else (ints, bools, strings, nesting, blank or invalid
-    text) is left to decode_vector itself, so every input decodes exactly as it would there.
-    """
-    if text is None:
-        return None
-    try:
-        values = json.loads(text)
-    except ValueError:
-        return None
-    if type(values) is not list or not values or set(map(type, values)) != {float}:
-        return decode_vector(text)
-    array = np.array(values, dtype=np.float64)
-    if not np.isfinite(array).all():
-        return None
-    with np.errstate(over="ignore"):
-        vector = array.astype(np.float32)  # a finite float64 can still overflow float32
-    return vector if np.isfinite(vector).all() else None
-
-
 class VectorIndex:
     """Resolve vectors for many notes at once: one cache read, one embedding batch, one cache write."""
 
@@ -80,8 +56,11 @@ class VectorIndex:
         self.compute = compute
         self.trusted = ctx.settings.stored_model_id
         self.stats = VectorStats()
-        # digest of an EmbeddingVector text -> its decoded vector (None: unusable), for this run
-        self._decoded: dict[bytes, Optional[np.ndarray]] = {}
+        # (note id, length and hash of its EmbeddingVector text) -> the decoded vector (None:
+        # unusable), for this run: both LLM phases share the decoding. Python caches a string's
+        # hash in the string, so each text is hashed once; a different text of the same note and
+        # length with the same 64-bit hash (within one run) is the only way to get a wrong one.
+        self._decoded: dict[tuple[str, int, int], Optional[np.ndarray]] = {}
         # note id -> (content hash, unit vector) of notes memctl created in a stored-vector partition
         self._derived: dict[str, tuple[str, np.ndarray]] = {}
         self._probed: Optional[int] = None  # the compute embedder's dimension, when it had to be measured
@@ -100,6 +79,7 @@ class VectorIndex:
         stored: dict[PartitionKey, np.ndarray] = {}
         to_compute: list[NoteRecord] = []
         self._load_derived([n for notes in groups.values() for n in notes if not self._has_trusted_vector(n)])
+        self._decode_stored_texts(groups)
         for key, notes in groups.items():
             matrix = self._stored_matrix(notes)
             if matrix is not None:
@@ -135,7 +115,7 @@ class VectorIndex:
         if not self.trusted:
             return None
         if (note.embedding_model_id or "").lower() == self.trusted.lower():
-            return self._decode(note.embedding_vector)
+            return self._decode(note.id, note.embedding_vector)
         derived = self._derived.get(note.id)
         if derived is not None and derived[0] == content_hash(note.note):
             return derived[1]
@@ -171,10 +151,24 @@ class VectorIndex:
                 for note_id, digest, blob in conn.execute(query):
                     self._derived[str(note_id).lower()] = (digest, np.frombuffer(blob, dtype=np.float32))
 
-    def _decode(self, text: Optional[str]) -> Optional[np.ndarray]:
+    def _decode_stored_texts(self, groups: dict[PartitionKey, list[NoteRecord]]) -> None:
+        """Decode every trusted vector text of `groups` not decoded yet, at once (`decode_many`)."""
+        todo: dict[tuple[str, int, int], str] = {}
+        for notes in groups.values():
+            for note in notes:
+                if self._has_trusted_vector(note):
+                    text = note.embedding_vector
+                    assert text is not None
+                    key = _text_key(note.id, text)
+                    if key not in self._decoded:
+                        todo[key] = text
+        if todo:
+            self._decoded.update(zip(todo, decode_many(list(todo.values()))))
+
+    def _decode(self, note_id: str, text: Optional[str]) -> Optional[np.ndarray]:
         if text is None:
             return None
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = _text_key(note_id, text)
         if key not in self._decoded:
             self._decoded[key] = decode_stored(text)
         return self._decoded[key]
@@ -262,3 +256,7 @@ class VectorIndex:
             for start in range(0, len(rows), 1000):
                 conn.execute(m.embedding.insert(), rows[start : start + 1000])
 
+
+def _text_key(note_id: str, text: str) -> tuple[str, int, int]:
+    """Return the key of a note's stored vector text in a run's decoded vectors."""
+    return (note_id, len(text), hash(text))

@@ -18,7 +18,8 @@ from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, thresholds_for
 from memctl.embed.hashing import NAME as HASHING_NAME
 from memctl.embed.hashing import HashingEmbedder
 from memctl.embed.openai import OpenAIEmbedder
-from memctl.embed.stored import content_hash, decode_vector, encode_vector
+from memctl.embed import stored
+from memctl.embed.stored import content_hash, decode_many, decode_stored, decode_vector, encode_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = [
@@ -122,6 +123,48 @@ def test_hashing_is_deterministic_across_processes() -> None:
 )
 def test_decode_vector_rejects_bad_values(text: str | None) -> None:
     assert decode_vector(text) is None
+
+
+ODD_TEXTS = ["[0.5, -1, 2e-3]", "[1e400]", "[NaN]", "", "  ", "[]", "[[0.1]]", '["0.1"]', "[true]", "{}", "[0.1,", "[3.4e39]",
+             "[0.25,-0.5]", " [0.1, 0.2] ", "[-0.0]", "[1]"]
+
+
+def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch is split with a spawned helper process: the same array for every text, in order."""
+    rng = np.random.default_rng(3)
+    texts = [encode_vector(rng.normal(size=8).astype(np.float32)) for _ in range(40)]
+    texts[5:5] = ODD_TEXTS  # odd texts on the helper's side of the cut, and on this process's
+    texts += ODD_TEXTS
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 10)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+    calls: list[int] = []
+    real = stored.ProcessPoolExecutor
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stored, "ProcessPoolExecutor", counting)
+    got = decode_many(texts)
+    assert calls == [1]
+    assert len(got) == len(texts)
+    for text, vector in zip(texts, got, strict=True):
+        expected = decode_stored(text)
+        assert (vector is None) == (expected is None), text
+        if expected is not None:
+            assert vector is not None and vector.dtype == np.float32 and np.array_equal(vector, expected), text
+
+
+def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> object:
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+    monkeypatch.setattr(stored, "ProcessPoolExecutor", broken)
+    texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]"]
+    got = decode_many(texts)
+    assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0])
 
 
 def test_decode_vector_reads_floats_and_ints() -> None:

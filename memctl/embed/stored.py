@@ -10,6 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -47,3 +51,82 @@ def encode_vector(vector: np.ndarray) -> str:
 def content_hash(text: str) -> str:
     """Return the sha256 hex digest of a note's text: the content part of an embedding-cache key."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
+    """Return `decode_vector(text)`, computed faster when the text is a JSON array of floats.
+
+    decode_vector checks every element in Python (~150 us for 384 floats); here the checks of
+    that common case run in numpy. Anything else (ints, bools, strings, nesting, blank or invalid
+    text) is left to decode_vector itself, so every input decodes exactly as it would there.
+    """
+    if text is None:
+        return None
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return None
+    if type(values) is not list or not values or set(map(type, values)) != {float}:
+        return decode_vector(text)
+    array = np.array(values, dtype=np.float64)
+    if not np.isfinite(array).all():
+        return None
+    with np.errstate(over="ignore"):
+        vector = array.astype(np.float32)  # a finite float64 can still overflow float32
+    return vector if np.isfinite(vector).all() else None
+
+
+#: decode at least this many texts before a helper process is worth its start (about 0.5 s)
+PARALLEL_DECODE_MIN = 20_000
+#: the helper's share of the texts (less than half: it starts later)
+HELPER_SHARE = 0.45
+
+
+def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
+    """Return `decode_stored` of every text, in order.
+
+    Decoding JSON floats is CPU-bound and holds the GIL (about 150 us per 384 floats, most of a
+    100k-note load), so a large batch is split with one helper process when this process may
+    use a second CPU: the helper decodes the first part while this process decodes the rest.
+    The helper runs the same function, so the result is the same array for every text. A
+    helper that cannot start or fails leaves its part to this process.
+    """
+    texts = list(texts)
+    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2:
+        return [decode_stored(t) for t in texts]
+    cut = int(len(texts) * HELPER_SHARE)
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+    except (OSError, ValueError):
+        return [decode_stored(t) for t in texts]
+    with pool:
+        try:
+            future = pool.submit(_decode_packed, texts[:cut])
+        except Exception:  # noqa: BLE001 - e.g. a pool that could not start: decode here
+            future = None
+        rest = [decode_stored(t) for t in texts[cut:]]
+        packed: Optional[list[Optional[bytes]]] = None
+        if future is not None:
+            try:
+                packed = future.result()
+            except Exception:  # noqa: BLE001 - a helper that died (memory, a signal): its part is decoded here
+                packed = None
+    if packed is None or len(packed) != cut:
+        return [decode_stored(t) for t in texts[:cut]] + rest
+    return [None if b is None else np.frombuffer(b, dtype=np.float32).copy() for b in packed] + rest
+
+
+def _decode_packed(texts: Sequence[str]) -> list[Optional[bytes]]:
+    """Run in the helper process: each text's float32 bytes (None: no vector)."""
+    out: list[Optional[bytes]] = []
+    for text in texts:
+        vector = decode_stored(text)
+        out.append(None if vector is None else vector.tobytes())
+    return out
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

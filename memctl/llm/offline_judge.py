@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional, Sequence
 
 from memctl.llm.offline_text import (
@@ -298,8 +299,12 @@ def _fact(attribute: str, kind: str, subject: str, value: str) -> Optional[Fact]
     )
 
 
-def read_facts(text: str) -> list[Fact]:
-    """Read every single-valued attribute statement the patterns find in one sentence."""
+@lru_cache(maxsize=65536)
+def read_facts(text: str) -> tuple[Fact, ...]:
+    """Read every single-valued attribute statement the patterns find in one sentence.
+
+    Kept per sentence (bounded): the merge checks read the same sentence against many others.
+    """
     surface = _surface(text)
     facts: list[Optional[Fact]] = []
     for attribute, kind, regex in _VERB_REGEXES:
@@ -314,7 +319,7 @@ def read_facts(text: str) -> list[Fact]:
         if match:
             noun = match["a"].lower()
             facts.append(_fact(_ATTRIBUTE_NOUNS.get(noun, noun), "plain", match["s"], match["v"]))
-    return [fact for fact in facts if fact is not None]
+    return tuple(fact for fact in facts if fact is not None)
 
 
 def _values_compete(a: Fact, b: Fact) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, in_shard, plural, within_refusal
+from memctl.phases.common import agent_filter, archive_units, in_shard, plural, read_rows, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.settings import Settings
@@ -153,8 +153,8 @@ class ArchivePhase:
         ]
         if name == "AIAgentNote":
             conditions.append(table.c.ProtectionTier.not_in(("Immutable", "Protected")))
-        query = sa.select(*[table.c[c] for c in columns]).where(*conditions).order_by(table.c["__mj_CreatedAt"], table.c.ID)
-        return [r for r in conn.execute(query).mappings() if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
+        found = read_rows(conn, [table.c[c] for c in columns], conditions, (table.c["__mj_CreatedAt"], table.c.ID))
+        return [r for r in found if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -103,3 +105,36 @@ def plural(count: int, word: str) -> str:
 
 def optional_lower(value: Optional[str]) -> Optional[str]:
     return None if value is None else str(value).lower()
+
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def sqlite_guid(value: Optional[str]) -> Optional[str]:
+    """Return a GUID column's text as SQLAlchemy's Uuid type reads it on SQLite (lowercase, dashed).
+
+    The type stores 32 hex digits; anything else is parsed as uuid.UUID would (and fails as loudly).
+    """
+    if value is None:
+        return None
+    if _HEX32.fullmatch(value):
+        low = value.lower()
+        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
+    return str(uuid.UUID(value))
+
+
+def read_rows(conn: Connection, columns: Sequence[sa.Column], where: Sequence[Any], order_by: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
+    """Yield the rows of a query on `columns` as plain dicts, values as SQLAlchemy's types read them.
+
+    On SQLite, GUID columns are read as their stored text and formatted by `sqlite_guid`:
+    SQLAlchemy's Uuid result processing builds a uuid.UUID per value, most of a large scan.
+    """
+    fast = [c.name for c in columns if isinstance(c.type, sa.Uuid)] if conn.dialect.name == "sqlite" else []
+    selected = [sa.type_coerce(c, sa.String).label(c.name) if c.name in fast else c for c in columns]
+    names = [c.name for c in columns]
+    query = sa.select(*selected).where(*where).order_by(*order_by)
+    for row in conn.execute(query.execution_options(yield_per=5000)):
+        values = dict(zip(names, row))
+        for name in fast:
+            values[name] = sqlite_guid(values[name])
+        yield values

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import re
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import in_shard
+from memctl.phases.common import in_shard, sqlite_guid
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.engine import read
 
-_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 #: IDs per IN-list when reading vectors of a few notes
 CHUNK = 500
 #: above this many notes, read vectors by one scan of the Active notes instead of by ID
@@ -90,19 +87,6 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
             notes.append(added)
     notes.sort(key=order_key)
     return notes
-
-
-def sqlite_guid(value: Optional[str]) -> Optional[str]:
-    """Return a GUID column's text as SQLAlchemy's Uuid type reads it on SQLite (lowercase, dashed).
-
-    The type stores 32 hex digits; anything else is parsed as uuid.UUID would (and fails as loudly).
-    """
-    if value is None:
-        return None
-    if _HEX32.fullmatch(value):
-        low = value.lower()
-        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
-    return str(uuid.UUID(value))
 
 
 def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, list[NoteRecord]]:
