@@ -7,6 +7,7 @@ import io
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -173,6 +174,18 @@ def test_sqlite_ids_differing_only_in_case_are_one_record(sqlite_db: Db) -> None
     report = dream_ok(db)
     assert report.exit_code == 0
     assert sorted(raw_rows(db, source)) == [(uuid.UUID(source).hex.upper(), "Active"), (uuid.UUID(source).hex, "Revoked")]
+
+
+@pytest.mark.parametrize("spell", [str.upper, lambda h: str(uuid.UUID(h)), lambda h: str(uuid.UUID(h)).upper()])
+def test_sqlite_apply_looks_up_one_spelling_only_while_no_row_has_another(sqlite_db: Db, spell: Any) -> None:
+    from memctl.store.changes import plain_ids
+
+    seed(sqlite_db.engine, NOW)
+    with sqlite_db.engine.begin() as conn:
+        assert plain_ids(conn, m.note) and plain_ids(conn, m.example)
+        hexed = conn.exec_driver_sql('SELECT "ID" FROM "AIAgentNote" LIMIT 1').scalar_one()
+        conn.exec_driver_sql('UPDATE "AIAgentNote" SET "ID" = ? WHERE "ID" = ?', (spell(hexed), hexed))
+        assert not plain_ids(conn, m.note) and plain_ids(conn, m.example)
 
 
 def test_sqlite_an_id_stored_upper_case_with_dashes_is_found_and_its_changes_applied(sqlite_db: Db) -> None:

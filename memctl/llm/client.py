@@ -39,6 +39,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
@@ -78,7 +79,15 @@ _KEPT_KEYWORDS = {
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """Return `model`'s JSON schema in OpenAI strict form (every key required, no extra keys)."""
+    """Return `model`'s JSON schema in OpenAI strict form (every key required, no extra keys).
+
+    A fresh copy each time (callers put it into a request); the form is computed once per model.
+    """
+    return copy.deepcopy(_strict_schema(model))
+
+
+@lru_cache(maxsize=64)
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -100,7 +109,7 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
             out["additionalProperties"] = False
         return out
 
-    return walk(copy.deepcopy(model.model_json_schema()))
+    return walk(model.model_json_schema())
 
 
 def strip_fences(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -110,10 +111,12 @@ def optional_lower(value: Optional[str]) -> Optional[str]:
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 
 
+@lru_cache(maxsize=1 << 16)
 def sqlite_guid(value: Optional[str]) -> Optional[str]:
     """Return a GUID column's text as SQLAlchemy's Uuid type reads it on SQLite (lowercase, dashed).
 
     The type stores 32 hex digits; anything else is parsed as uuid.UUID would (and fails as loudly).
+    Kept per value (bounded): a scan repeats each agent's, user's and company's IDs on every row.
     """
     if value is None:
         return None

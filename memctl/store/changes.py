@@ -81,6 +81,9 @@ class ApplyContext:
     run_id: str
     step_id: Optional[str]
     now: datetime
+    #: SQLite, per table: whether every stored ID was in SQLAlchemy's spelling when this apply
+    #: began (then each ID is looked up in that one spelling instead of four; see rows_by_id)
+    plain_ids: dict[str, bool] = field(default_factory=dict, compare=False)
 
 
 def comment_tag(run_id: str, now: datetime) -> str:
@@ -192,13 +195,28 @@ def id_spellings(record_id: str) -> list[str]:
     return [hexed, hexed.upper(), dashed, dashed.upper()]
 
 
-def rows_by_id(conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False) -> dict[str, Mapping[str, Any]]:
+def plain_ids(conn: Connection, table: sa.Table) -> bool:
+    """Return whether every ID of `table` is stored as SQLAlchemy spells it on SQLite (32 lowercase hex digits).
+
+    One scan of the ID index. A row another application writes later in another spelling is
+    not one any plan of this apply names (plans name rows they read), unless it is the twin of
+    a planned row, which is then found in SQLAlchemy's spelling, as rows_by_id prefers anyway.
+    """
+    raw = sa.type_coerce(table.c.ID, sa.String)
+    odd = sa.or_(sa.func.length(raw) != 32, raw.op("GLOB")("*[^0-9a-f]*"))
+    return conn.execute(sa.select(sa.literal(1)).where(odd).limit(1)).first() is None
+
+
+def rows_by_id(
+    conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False, plain: bool = False
+) -> dict[str, Mapping[str, Any]]:
     """Return the rows of `table` whose ID is in `ids`, by lowercase ID.
 
     On SQLite a GUID is text: another application may have stored it upper-case or with dashes,
     which SQLAlchemy's comparison (32 lowercase hex digits) never matches. There every spelling
     is looked up and the stored text is kept (RAW_ID) so the row is written back by it; of rows
-    whose IDs differ only in spelling, the one in SQLAlchemy's spelling is the record.
+    whose IDs differ only in spelling, the one in SQLAlchemy's spelling is the record. With
+    `plain` (`plain_ids` found no other spelling in the table), that spelling alone is looked up.
     """
     rows: dict[str, Mapping[str, Any]] = {}
     sqlite = conn.dialect.name == "sqlite"
@@ -206,7 +224,7 @@ def rows_by_id(conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool
     for start in range(0, len(ids), CHUNK):
         chunk = list(ids[start : start + CHUNK])
         if sqlite:
-            spellings = [s for i in chunk for s in id_spellings(i)]
+            spellings = [uuid.UUID(i).hex for i in chunk] if plain else [s for i in chunk for s in id_spellings(i)]
             query = sa.select(table, raw.label(RAW_ID)).where(raw.in_(spellings))
         else:
             query = sa.select(table).where(table.c.ID.in_(chunk))
@@ -219,8 +237,13 @@ def rows_by_id(conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool
     return rows
 
 
-def _lock_rows(conn: Connection, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
-    return rows_by_id(conn, table, ids, lock=True)
+def _lock_rows(conn: Connection, ctx: ApplyContext, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+    plain = False
+    if conn.dialect.name == "sqlite":
+        if table.name not in ctx.plain_ids:
+            ctx.plain_ids[table.name] = plain_ids(conn, table)
+        plain = ctx.plain_ids[table.name]
+    return rows_by_id(conn, table, ids, lock=True, plain=plain)
 
 
 def _stored_id(row: Mapping[str, Any]) -> Any:
@@ -303,7 +326,7 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
 
     for table_name, mutations in by_table.items():
         table = TABLE_OBJECTS[table_name]
-        rows = _lock_rows(conn, table, [mu.record_id.lower() for mu in mutations])
+        rows = _lock_rows(conn, ctx, table, [mu.record_id.lower() for mu in mutations])
         sqlite = conn.dialect.name == "sqlite"
         updates: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         for mutation in mutations:
