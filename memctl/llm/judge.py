@@ -22,7 +22,7 @@ from memctl.llm import budget
 from memctl.llm.base import JudgeResult
 from memctl.llm.client import LLMClient, schema_instructions
 from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
-from memctl.llm.questions import question_data, words_of
+from memctl.llm.questions import question_data
 from memctl.llm.replies import (
     AbsorptionBatch,
     AbsorptionReply,
@@ -69,7 +69,6 @@ class LLMJudge:
         self.context_tokens = context_tokens
         self.max_note_chars = max_note_chars
         self._prompts: dict[str, Prompt] = {}
-        self._prompt_words: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -135,16 +134,6 @@ class LLMJudge:
             return True
         system, user = self._render_many(kind, items, reference_date)
         return self._overflow(kind, system, user, self.batch_reply_tokens(kind, items), BATCH_KINDS[kind][0]) is None
-
-    def prompt_words(self, kind: str) -> frozenset[str]:
-        """Return the words of the request of several `kind` questions without its items: what every item's audience is shown."""
-        with self._lock:
-            cached = self._prompt_words.get(kind)
-        if cached is None:
-            cached = frozenset(words_of(list(self._render_many(kind, [], None))))
-            with self._lock:
-                self._prompt_words[kind] = cached
-        return cached
 
     def batch_reply_tokens(self, kind: str, items: Sequence[Any]) -> int:
         """Return the max_tokens of a request of `items`: each answer's own budget, and its item number."""

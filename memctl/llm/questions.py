@@ -6,7 +6,6 @@ their questions without importing `openai`.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
@@ -55,26 +54,3 @@ def question_data(kind: str, notes: Sequence[NoteRecord]) -> Any:
         broader, narrower = notes
         return {"broader": note_data(broader), "narrower": note_data(narrower)}
     raise ValueError(f"unknown judge kind {kind!r}; expected one of consolidate, contradiction, absorb")
-
-
-_WORD = re.compile(r"[^\W_]+")
-
-
-def words_of(data: Any) -> set[str]:
-    """Return the lower-cased words of every string in `data` (a JSON-like value), keys included.
-
-    What a batched answer is compared with: a word of its own items, of another partition's, or of
-    the prompt (`memctl.phases.asking`).
-    """
-    found: set[str] = set()
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            found.update(_WORD.findall(value.lower()))
-        elif isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            stack.extend(value)
-    return found

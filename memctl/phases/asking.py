@@ -12,11 +12,7 @@ step's output says how hard the answers were to get.
 Several questions per request (`questions_per_call`, issue 16). Questions that carry an `item`
 (the data the judge is shown for them) are sent up to `questions_per_call` at a time when the
 judge can (`ask_many`: the LLM judge; the offline one answers each on its own for free), in
-order and one kind (and reference date, and group: consolidation's is the agent) per request.
-Clusters of several partitions (users) may share a request: an answer that holds a word which
-only another partition's items of that request hold (not its own items, not the prompt) is not
-used and is asked again alone, so a model that mixed up its items cannot write one user's fact
-into another user's note in that user's words. A request that would not fit the context
+order and one kind (and reference date) per request. A request that would not fit the context
 window (`batch_fits`) is made smaller until it does. Each entry of the reply is then checked
 on its own exactly as a single reply is (the reply model, the question's `vet` of its raw
 text, the phase's `valid`): a bad, missing or duplicated entry invalidates only its own question,
@@ -43,9 +39,7 @@ from typing import Any, Callable, Optional, Sequence
 from pydantic import BaseModel, ValidationError
 
 from memctl.llm.base import Judge, JudgeResult, Usage
-from memctl.llm.questions import words_of
 from memctl.phases.base import PhaseContext
-from memctl.phases.common import plural
 from memctl.stopping import RunStopped, gather
 from memctl.store.verdicts import VerdictCache, verdict_key
 
@@ -64,15 +58,11 @@ class Question:
     item: Any = None
     #: what the request shares besides the prompt (the consolidation prompt's reference date)
     shared: Optional[str] = None
-    #: questions share a request only within one group (consolidation: one agent's clusters)
+    #: questions share a request only within one group. Consolidation sets its partition (one
+    #: audience): a model that mixes up its items must never write one partition's facts into
+    #: another's merged note. A verdict (contradiction, absorption) writes no note text; its
+    #: reason goes only to Comments and review rows, which the operator reads.
     group: Optional[str] = None
-    #: who may read what the answer writes (consolidation: the cluster's partition), or None. In a
-    #: request whose items have several audiences, an answer that uses a word found only in
-    #: another audience's items is not used: a model that mixed up its items could otherwise
-    #: write one user's fact into another user's merged note. It is asked again alone. A verdict
-    #: (contradiction, absorption) writes no note text (its reason goes to Comments and review
-    #: rows, which the operator reads), so those questions have no audience.
-    audience: Optional[str] = None
     #: why this question's raw reply text cannot be used (e.g. it names notes outside the
     #: question), or None; applied to a batched answer's own entry (a single ask checks in `ask`)
     vet: Optional[Callable[[str], Optional[str]]] = None
@@ -210,17 +200,10 @@ def ask_all(
             why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
             return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
                     for i, (usage, calls) in zip(indices, shares, strict=True)]
-        foreign = _foreign_words([questions[i] for i in indices], _prompt_words(judge, first.kind))
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
             answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
             found = by_item.get(k + 1, [])
             answer.error = _entry_problem(questions[i], found, reply_model, valid, answer)
-            if answer.error is None and foreign[k]:
-                borrowed = sorted(words_of(found[0]) & foreign[k])
-                if borrowed:
-                    answer.reply = None
-                    answer.error = (f"the answer uses {plural(len(borrowed), 'word')} found only in another partition's notes of the same "
-                                    f"request ({', '.join(borrowed[:5])}): asked again alone")
             out.append((i, answer, answer.error is not None))
         if not result.outage and all(again for _, _, again in out):
             _refused(judge)
@@ -348,33 +331,6 @@ def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask
         for start in range(0, len(members), per_call):
             jobs.extend(_fitting(members[start : start + per_call], kind, shared, questions, fits))
     return jobs
-
-
-#: words any answer may use whatever its items say: they carry no one's fact
-_FUNCTION_WORDS = frozenset(
-    "a an the and or but of to in on at by for with from as is are was were be been being it its this that these those "
-    "he she they them his her their we our you your i my me has have had do does did will would can could should may "
-    "might must shall there here than then also very more most some any all each both about into over after before "
-    "user users note notes".split()
-)
-def _prompt_words(judge: Judge, kind: str) -> frozenset[str]:
-    """Return the words of the prompt every question of `kind` is asked with (shown to every audience)."""
-    words = getattr(judge, "prompt_words", None)
-    return words(kind) if callable(words) else frozenset()
-
-
-def _foreign_words(batch: Sequence[Question], prompt: frozenset[str] = frozenset()) -> list[set[str]]:
-    """Return, per question of one request, the words only other audiences' items hold (empty: nothing to check).
-
-    Words of the prompt itself are everyone's, as are a few function words.
-    """
-    if len({q.audience for q in batch}) < 2:
-        return [set() for _ in batch]
-    by_audience: dict[Optional[str], set[str]] = defaultdict(set)
-    for q in batch:
-        by_audience[q.audience] |= words_of(q.item)
-    everyone = set().union(*by_audience.values())
-    return [everyone - by_audience[q.audience] - _FUNCTION_WORDS - prompt if q.audience is not None else set() for q in batch]
 
 
 def _fitting(chunk: list[int], kind: str, shared: Optional[str], questions: Sequence[Question], fits: Any) -> list[list[int]]:

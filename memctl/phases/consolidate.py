@@ -453,8 +453,7 @@ class ConsolidatePhase:
                         inputs = {"notes": [seen(n) for n in cluster_notes]}
                         question = Question(
                             "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),
-                            item=question_data("consolidate", cluster_notes), shared=reference_date,
-                            group=repr(key[0]), audience=repr(key),
+                            item=question_data("consolidate", cluster_notes), shared=reference_date, group=repr(key),
                         )
                         cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
