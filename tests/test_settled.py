@@ -275,27 +275,37 @@ def test_the_fast_guid_reading_of_sqlite_loads_equals_sqlalchemys(db: Db) -> Non
         sqlite_guid("not a guid")
 
 
-def test_the_contradictions_phase_reuses_the_notes_consolidate_read_only_when_nothing_changed(db: Db) -> None:
+def test_the_contradictions_phase_reuses_the_notes_consolidate_read_and_reads_again_only_the_ones_it_changed(db: Db) -> None:
+    """One scan of the notes per run: the contradictions phase takes consolidate's, with the notes
+    consolidate's units named read again by ID (the revoked sources gone, the merged note in)."""
     store = Store(db.engine)
     agent = store.agent()
     topic(store, TOPIC[:3], AgentID=agent)
     pair(store, "Carol's timezone is CET.", "Carol's timezone is PST.", agent=agent, a_age_days=30, b_age_days=1)
     loads: list[str] = []
+    by_id: list[str] = []
 
     def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
         head = statement.split("FROM")[0]
         if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and "FOR UPDATE" not in statement and " IN (" not in statement and "ORDER BY" not in statement:
             loads.append(statement)
+        if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and '"Status" = ' in statement and " IN (" in statement and "ORDER BY" not in statement:
+            by_id.append(statement)  # load_notes of the notes consolidate's units named
 
     def dream() -> api.RunReport:
         loads.clear()
+        by_id.clear()
         sa.event.listen(db.engine, "before_cursor_execute", seen)
         try:
             return api.dream(at(db.settings, NOW), force=True, engine=db.engine)
         finally:
             sa.event.remove(db.engine, "before_cursor_execute", seen)
 
-    first = dream()  # consolidates and resolves: the contradictions phase reads the changed store
-    assert first.phases[0].applied > 0 and len(loads) == 2
+    first = dream()  # consolidates and resolves: the contradictions phase reads again the notes consolidate changed
+    assert first.phases[0].applied > 0 and first.phases[1].applied > 0 and len(loads) == 1 and len(by_id) == 1
+    with db.engine.connect() as conn:
+        active = conn.execute(sa.select(sa.func.count()).select_from(m.note).where(m.note.c.Status == "Active")).scalar_one()
+    revoked_by_contradictions = first.phases[1].applied_by_action.get("revoke", 0)
+    assert first.phases[1].input["notes"] == active + revoked_by_contradictions  # what a full read would have found
     quiet = dream()  # nothing to change: one read serves both LLM phases
     assert quiet.phases[0].applied == 0 and quiet.phases[1].applied == 0 and len(loads) == 1

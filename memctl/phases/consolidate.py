@@ -264,8 +264,12 @@ class ConsolidatePhase:
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
             raise
-        if plan.units:  # the store will change: the contradictions phase must read it again
+        snapshot = ctx.services.get(SNAPSHOT)
+        if plan.units and (ctx.dry_run or snapshot is None):  # the contradictions phase reads the store again
             ctx.services.pop(SNAPSHOT, None)
+        elif plan.units:  # it reads again only the notes these units name, once they are applied
+            touched = frozenset(mu.record_id.lower() for unit in plan.units for mu in unit.mutations if mu.table == TABLE)
+            ctx.services[SNAPSHOT] = replace(snapshot, touched=touched)
         if marks is not None:
             marks.save_share()
         return plan

@@ -44,7 +44,7 @@ from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
-from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, with_vectors
+from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
 from memctl.phases.safety import duplicates, loser_keeps, uniformity
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
@@ -209,8 +209,8 @@ class ContradictionPhase:
 
         settings = ctx.settings
         snapshot = ctx.services.pop(SNAPSHOT, None)
-        if snapshot is not None:  # this run's consolidate phase read the store and changed nothing
-            notes, lazy = snapshot.notes, not snapshot.with_vectors
+        if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
+            notes, lazy = refreshed(ctx, overlay, snapshot), not snapshot.with_vectors
         else:
             lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
             notes = load_notes(ctx, overlay, vectors=not lazy)

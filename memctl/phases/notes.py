@@ -14,6 +14,7 @@ from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
 from memctl.similarity import partition_key
 from memctl.store import models as m
+from memctl.store.changes import id_spellings
 from memctl.store.engine import read
 
 #: IDs per IN-list when reading vectors of a few notes
@@ -28,10 +29,41 @@ SNAPSHOT = "active notes snapshot"
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The Active notes one phase loaded, for the next phase when the first one changed nothing."""
+    """The Active notes one phase loaded, for the next phase of the same run.
+
+    `touched`: the notes the first phase's units name (lower-case IDs), read again by
+    `refreshed`; every other note is taken as loaded. A row another application changed in
+    between is then planned on as it was loaded, exactly as when the first phase changed
+    nothing: the guard of any unit planned on it refuses the unit at apply (the change waits
+    for the next run), so the store is never changed on a stale read.
+    """
 
     notes: list[NoteRecord]
     with_vectors: bool
+    touched: frozenset[str] = frozenset()
+
+
+def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[NoteRecord]:
+    """Return the snapshot's notes with its touched notes as the store holds them now (gone if no longer Active).
+
+    A real run only: in a dry-run nothing was applied, and the overlay carries the first phase's plan.
+    """
+    if not snapshot.touched:
+        return snapshot.notes
+    ids = sorted(snapshot.touched)
+    sqlite = ctx.engine.dialect.name == "sqlite"
+    raw = sa.type_coerce(m.note.c.ID, sa.String)
+    alone = Overlay(removed=overlay.removed)  # its additions are in the snapshot already
+    fresh: list[NoteRecord] = []
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        # on SQLite every spelling of a GUID, as load_notes' full scan would find it
+        where = raw.in_([s for i in chunk for s in id_spellings(i)]) if sqlite else m.note.c.ID.in_(chunk)
+        fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors))
+    notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
+    notes.extend(n for n in fresh if n.id in snapshot.touched)
+    notes.sort(key=order_key)
+    return notes
 
 
 def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True) -> list[NoteRecord]:
