@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent
     sys.path[:0] = [str(args.root), str(here.parent)]  # the measured memctl first, this harness after it
     from benchmarks import run as harness  # noqa: E402 - after the path is set
+
+    harness.ROOT = here.parent  # one stub server for every checkout measured: this harness's
     from benchmarks.corpus import fresh_store  # noqa: E402
     from memctl import api  # noqa: E402
     from memctl.settings import resolve  # noqa: E402

@@ -289,7 +289,7 @@ def test_the_contradictions_phase_reuses_the_notes_consolidate_read_and_reads_ag
         head = statement.split("FROM")[0]
         if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and "FOR UPDATE" not in statement and " IN (" not in statement and "ORDER BY" not in statement:
             loads.append(statement)
-        if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and '"Status" = ' in statement and " IN (" in statement and "ORDER BY" not in statement:
+        if statement.startswith("SELECT") and '"AIAgentNote"."Note",' in head and '"Status"' in statement.split("WHERE")[-1] and " IN (" in statement and "ORDER BY" not in statement:
             by_id.append(statement)  # load_notes of the notes consolidate's units named
 
     def dream() -> api.RunReport:

@@ -11,9 +11,9 @@ import hashlib
 import json
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
+import sys
 from multiprocessing import get_context
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -24,16 +24,22 @@ def decode_vector(text: str | None) -> np.ndarray | None:
         return None
     try:
         values = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     if not isinstance(values, list) or not values:
         return None
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
         return None
-    if not all(math.isfinite(x) for x in values):
+    try:
+        if not all(math.isfinite(x) for x in values):
+            return None
+    except OverflowError:  # an integer beyond any float
         return None
-    with np.errstate(over="ignore"):
-        vector = np.asarray(values, dtype=np.float32)
+    try:
+        with np.errstate(over="ignore"):
+            vector = np.asarray(values, dtype=np.float32)
+    except OverflowError:  # an integer beyond any float
+        return None
     # a finite float64 can still overflow float32
     if not np.isfinite(vector).all():
         return None
@@ -64,7 +70,7 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
         return None
     try:
         values = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if type(values) is not list or not values or set(map(type, values)) != {float}:
         return decode_vector(text)
@@ -89,31 +95,47 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
     100k-note load), so a large batch is split with one helper process when this process may
     use a second CPU: the helper decodes the first part while this process decodes the rest.
     The helper runs the same function, so the result is the same array for every text. A
-    helper that cannot start or fails leaves its part to this process.
+    helper that cannot start or dies leaves its part to this process; a stop (a signal, the
+    run's deadline) while waiting for it ends it at once. Not in a frozen executable, whose
+    spawned helper would start the program again.
     """
     texts = list(texts)
-    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2:
+    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or getattr(sys, "frozen", False):
         return [decode_stored(t) for t in texts]
     cut = int(len(texts) * HELPER_SHARE)
+    spawn = get_context("spawn")
+    receiver, sender = spawn.Pipe(duplex=False)
+    helper = spawn.Process(target=_helper, args=(texts[:cut], sender), name="memctl-decode", daemon=True)
     try:
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
-    except (OSError, ValueError):
+        helper.start()
+    except OSError:
         return [decode_stored(t) for t in texts]
-    with pool:
-        try:
-            future = pool.submit(_decode_packed, texts[:cut])
-        except Exception:  # noqa: BLE001 - e.g. a pool that could not start: decode here
-            future = None
+    packed: Optional[list[Optional[bytes]]] = None
+    try:
+        sender.close()  # this process's copy: the helper's end closing then reads as EOF
         rest = [decode_stored(t) for t in texts[cut:]]
-        packed: Optional[list[Optional[bytes]]] = None
-        if future is not None:
-            try:
-                packed = future.result()
-            except Exception:  # noqa: BLE001 - a helper that died (memory, a signal): its part is decoded here
-                packed = None
-    if packed is None or len(packed) != cut:
+        while packed is None and (helper.is_alive() or receiver.poll()):
+            if receiver.poll(0.2):
+                try:
+                    packed = receiver.recv()
+                except (EOFError, OSError):
+                    break
+    finally:
+        if helper.is_alive():
+            helper.terminate()  # a stop while waiting, or a reply already taken
+        helper.join(5)
+        receiver.close()
+    if not isinstance(packed, list) or len(packed) != cut:
         return [decode_stored(t) for t in texts[:cut]] + rest
     return [None if b is None else np.frombuffer(b, dtype=np.float32).copy() for b in packed] + rest
+
+
+def _helper(texts: Sequence[str], sender: Any) -> None:
+    """The helper process: send each text's float32 bytes (None: no vector)."""
+    try:
+        sender.send(_decode_packed(texts))
+    finally:
+        sender.close()
 
 
 def _decode_packed(texts: Sequence[str]) -> list[Optional[bytes]]:

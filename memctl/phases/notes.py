@@ -59,14 +59,14 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
         chunk = ids[start : start + CHUNK]
         # on SQLite every spelling of a GUID, as load_notes' full scan would find it
         where = raw.in_([s for i in chunk for s in id_spellings(i)]) if sqlite else m.note.c.ID.in_(chunk)
-        fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors))
+        fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors, by_id=True))
     notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
     notes.extend(n for n in fresh if n.id in snapshot.touched)
     notes.sort(key=order_key)
     return notes
 
 
-def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True) -> list[NoteRecord]:
+def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True, by_id: bool = False) -> list[NoteRecord]:
     """Return the Active notes in scope (plus the overlay's additions), ordered by (created, id).
 
     `where` adds SQL conditions. Stored vectors are read only when the settings can use them,
@@ -75,7 +75,10 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     """
     t = m.note
     wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
-    conditions = [t.c.Status == "Active", *where]
+    # by_id (`where` names the IDs): SQLite would otherwise pick the Status index and read every
+    # Active note for each chunk of IDs; concatenating '' leaves it only the ID index
+    status = t.c.Status.concat("") if by_id and ctx.engine.dialect.name == "sqlite" else t.c.Status
+    conditions = [status == "Active", *where]
     if ctx.scope.agent_id:
         conditions.append(t.c.AgentID == ctx.scope.agent_id)
     # On SQLite, GUID columns are read as their stored text and formatted here: SQLAlchemy's Uuid
