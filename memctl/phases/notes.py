@@ -35,7 +35,8 @@ class Snapshot:
     `refreshed`; every other note is taken as loaded. A row another application changed in
     between is then planned on as it was loaded, exactly as when the first phase changed
     nothing: the guard of any unit planned on it refuses the unit at apply (the change waits
-    for the next run), so the store is never changed on a stale read.
+    for the next run), so the store is never changed on a stale read. A note another
+    application added in between is left for the next run.
     """
 
     notes: list[NoteRecord]
