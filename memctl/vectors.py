@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
-from memctl.embed.stored import content_hash, decode_many, decode_stored  # noqa: F401 - decode_stored: this module's API
+from memctl.embed.stored import content_hash, decode_many, decode_stored
 from memctl.phases.base import PhaseContext
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows

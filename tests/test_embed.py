@@ -14,11 +14,10 @@ from typing import Self
 import numpy as np
 import pytest
 
-from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, thresholds_for
+from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, stored, thresholds_for
 from memctl.embed.hashing import NAME as HASHING_NAME
 from memctl.embed.hashing import HashingEmbedder
 from memctl.embed.openai import OpenAIEmbedder
-from memctl.embed import stored
 from memctl.embed.stored import content_hash, decode_many, decode_stored, decode_vector, encode_vector
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,11 +136,12 @@ def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_g
     texts += ODD_TEXTS
     monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 10)
     monkeypatch.setattr(stored, "_cpus", lambda: 2)
-    helped: list[int] = []
-    real = stored._decode_packed
-    monkeypatch.setattr(stored, "_decode_packed", lambda part: helped.append(len(part)) or real(part))  # this process's copy only
+    here: list[str] = []
+    real = stored.decode_stored
+    monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))  # this process's copy only
     got = decode_many(texts)
-    assert helped == []  # the helper's part was decoded by the helper process
+    cut = int(len(texts) * stored.HELPER_SHARE)
+    assert here == texts[cut:]  # the first part was decoded by the helper process, not here
     assert len(got) == len(texts)
     for text, vector in zip(texts, got, strict=True):
         expected = decode_stored(text)

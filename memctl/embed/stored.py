@@ -33,9 +33,6 @@ def decode_vector(text: str | None) -> np.ndarray | None:
     try:
         if not all(math.isfinite(x) for x in values):
             return None
-    except OverflowError:  # an integer beyond any float
-        return None
-    try:
         with np.errstate(over="ignore"):
             vector = np.asarray(values, dtype=np.float32)
     except OverflowError:  # an integer beyond any float

@@ -14,7 +14,7 @@ from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.store.changes import id_spellings
+from memctl.store.changes import id_in
 from memctl.store.engine import read
 
 #: IDs per IN-list when reading vectors of a few notes
@@ -53,13 +53,11 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
         return snapshot.notes
     ids = sorted(snapshot.touched)
     sqlite = ctx.engine.dialect.name == "sqlite"
-    raw = sa.type_coerce(m.note.c.ID, sa.String)
     alone = Overlay(removed=overlay.removed)  # its additions are in the snapshot already
     fresh: list[NoteRecord] = []
     for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
         # on SQLite every spelling of a GUID, as load_notes' full scan would find it
-        where = raw.in_([s for i in chunk for s in id_spellings(i)]) if sqlite else m.note.c.ID.in_(chunk)
+        where = id_in(m.note, ids[start : start + CHUNK], sqlite)
         fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors, by_id=True))
     notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
     notes.extend(n for n in fresh if n.id in snapshot.touched)

@@ -195,6 +195,15 @@ def id_spellings(record_id: str) -> list[str]:
     return [hexed, hexed.upper(), dashed, dashed.upper()]
 
 
+def id_in(table: sa.Table, ids: Sequence[str], sqlite: bool, plain: bool = False) -> sa.ColumnElement[bool]:
+    """Return "the row's ID is one of `ids`": on SQLite, compared as stored text in every spelling
+    (`id_spellings`), or only SQLAlchemy's with `plain`; elsewhere as the GUID type compares."""
+    if not sqlite:
+        return table.c.ID.in_(ids)
+    spellings = [uuid.UUID(i).hex for i in ids] if plain else [s for i in ids for s in id_spellings(i)]
+    return sa.type_coerce(table.c.ID, sa.String).in_(spellings)
+
+
 def plain_ids(conn: Connection, table: sa.Table) -> bool:
     """Return whether every ID of `table` is stored as SQLAlchemy spells it on SQLite (32 lowercase hex digits).
 
@@ -223,11 +232,8 @@ def rows_by_id(
     raw = sa.type_coerce(table.c.ID, sa.String)
     for start in range(0, len(ids), CHUNK):
         chunk = list(ids[start : start + CHUNK])
-        if sqlite:
-            spellings = [uuid.UUID(i).hex for i in chunk] if plain else [s for i in chunk for s in id_spellings(i)]
-            query = sa.select(table, raw.label(RAW_ID)).where(raw.in_(spellings))
-        else:
-            query = sa.select(table).where(table.c.ID.in_(chunk))
+        columns = (table, raw.label(RAW_ID)) if sqlite else (table,)
+        query = sa.select(*columns).where(id_in(table, chunk, sqlite, plain))
         if lock:
             query = query.with_for_update()
         for row in conn.execute(query).mappings():
