@@ -6,8 +6,10 @@ threads and has them spin-wait for the next one; for products this small that co
 saves, and on a machine whose cores are busy with other work (or with memctl's own LLM threads
 and a local database) the waiting threads are descheduled and every product waits for them:
 measured on a shared 2-core machine at load 6, 20 x 384 by 384 x 2,200 products took 19 ms each
-with OpenBLAS's two threads and 3.5 ms with one. Results are bit for bit the same (each element
-is computed by the same kernel whichever thread runs it).
+with OpenBLAS's two threads and 3.5 ms with one. Results may differ from threaded ones in the
+last place (OpenBLAS gives a thread's edge block another kernel; seen on an AMD EPYC, not on
+every CPU), so every product the LLM phases take runs inside `single_thread`: a run's
+similarities do not depend on the thread count the process had.
 
 The thread count is process-wide: `single_thread` sets it for the duration and puts back the
 count it found. Without OpenBLAS (another BLAS, no /proc) it does nothing.
