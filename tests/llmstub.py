@@ -194,7 +194,7 @@ def questions_from_request(body: dict) -> Optional[list[dict]]:
 
 def single_request(body: dict, data: Any) -> dict:
     """Return `body` as it would be with only the question whose data is `data` (its notes_json block replaced)."""
-    block = json.dumps(data, ensure_ascii=False, indent=2).replace("<", "\\u003c").replace(">", "\\u003e")
+    block = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
     messages = []
     for m in body.get("messages", []):
         content = m.get("content") or ""

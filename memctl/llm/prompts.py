@@ -60,7 +60,7 @@ class Prompt:
 
 def notes_json(data: Any) -> str:
     """Serialise `data` as JSON that is safe to embed between `<notes_json>` tags."""
-    text = json.dumps(data, ensure_ascii=False, indent=2)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))  # compact: indentation is paid for in tokens
     # '<' and '>' occur only inside JSON strings, where their \\u escapes mean the same characters.
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
