@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -151,39 +152,68 @@ def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_g
 
 
 def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            pass
-
-        def start(self) -> None:
-            raise OSError("no processes left")
-
-    class Context:
-        Pipe = staticmethod(stored.get_context("spawn").Pipe)
-        Process = Broken
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("no processes left")
 
     monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
     monkeypatch.setattr(stored, "_cpus", lambda: 2)
-    monkeypatch.setattr(stored, "get_context", lambda method: Context)
+    monkeypatch.setattr(stored.subprocess, "Popen", broken)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]"]
     got = decode_many(texts)
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0])
 
 
-def test_decode_many_decodes_here_when_the_helper_dies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A helper killed before it answers (memory, a signal) leaves its part to this process."""
+@pytest.mark.parametrize("code", ["import os; os._exit(9)", "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'not a pickle')",
+                                  "import pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(pickle.dumps(['x']))"])
+def test_decode_many_decodes_here_when_the_helper_dies_or_answers_nonsense(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    """A helper killed before it answers (memory, a signal), or whose reply is not its part's vectors, leaves its part to this process."""
     monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
     monkeypatch.setattr(stored, "_cpus", lambda: 2)
-    monkeypatch.setattr(stored, "_helper", _dying_helper)
+    monkeypatch.setattr(stored, "HELPER_CODE", code)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]", "[2.0]"]
     got = decode_many(texts)
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0]) and np.array_equal(got[3], [2.0])
+    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]  # the threads moving its bytes ended
 
 
-def _dying_helper(texts: object, sender: object) -> None:
-    import os
+def test_a_program_without_a_main_guard_does_not_run_again_in_the_helper(tmp_path: Path) -> None:
+    """multiprocessing's spawn would run the calling script again in the helper (a second dream, for
+    a script calling memctl.api at its top level); the helper runs only memctl's decoder."""
+    runs = tmp_path / "runs.txt"
+    script = tmp_path / "nightly.py"
+    script.write_text(
+        "import numpy as np\n"
+        f"open({str(runs)!r}, 'a').write('ran\\n')\n"
+        "from memctl.embed import stored\n"
+        "stored.PARALLEL_DECODE_MIN = 10\n"
+        "stored._cpus = lambda: 2\n"
+        "texts = [stored.encode_vector(np.arange(1, 9, dtype=np.float32) * i) for i in range(1, 41)]\n"
+        "here = []\n"
+        "real = stored.decode_stored\n"
+        "stored.decode_stored = lambda t: here.append(t) or real(t)\n"
+        "got = stored.decode_many(texts)\n"
+        "assert len(here) == 40 - int(40 * stored.HELPER_SHARE), len(here)  # the helper decoded its part\n"
+        "assert all(np.array_equal(g, real(t)) for g, t in zip(got, texts))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert runs.read_text() == "ran\n"
 
-    os._exit(9)
+
+def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interpreter embedded in another program (uWSGI, a frozen app) has no Python to start."""
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+    for executable in ("/usr/bin/uwsgi", "", "/opt/app/server"):
+        monkeypatch.setattr(stored.sys, "executable", executable)
+        assert not stored._runnable_python()
+    monkeypatch.setattr(stored.subprocess, "Popen", lambda *a, **k: pytest.fail("started a helper"))
+    got = decode_many(["[0.5,0.25]", "[1e400]", "[2.0]"])
+    assert got[1] is None and np.array_equal(got[0], [0.5, 0.25])
+    for executable in ("/usr/bin/python3", "/venv/bin/python3.11", "/usr/bin/pypy3"):
+        monkeypatch.setattr(stored.sys, "executable", executable)
+        assert stored._runnable_python(), executable
 
 
 def test_decode_vector_reads_floats_and_ints() -> None:
@@ -365,3 +395,40 @@ def test_local_embedder_with_bundled_minilm(monkeypatch: pytest.MonkeyPatch) -> 
     assert not vectors[2].any()
     np.testing.assert_allclose(np.linalg.norm(vectors[[0, 1, 3]], axis=1), 1.0, atol=1e-5)
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.3
+
+
+def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's deadline (SIGALRM) or a SIGTERM arrives as an exception in this thread: the wait
+    for the helper's reply gives way at once and the helper is killed."""
+    import signal
+    import time
+
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def recording(*args: object, **kwargs: object) -> subprocess.Popen:
+        started.append(real(*args, **kwargs))  # type: ignore[call-overload]
+        return started[-1]
+
+    class Stop(Exception):
+        pass
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise Stop()
+
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+    monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
+    monkeypatch.setattr(stored.subprocess, "Popen", recording)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    began = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(Stop):
+            decode_many(["[0.5,0.25]", "[2.0]", "[0.125,1.0]", "[4.0]"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - began < 10
+    assert len(started) == 1 and started[0].poll() is not None  # killed, not left sleeping
+    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]

@@ -11,8 +11,13 @@ import hashlib
 import json
 import math
 import os
+import pickle
+import re
+import select
+import subprocess
 import sys
-from multiprocessing import get_context
+import threading
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -93,46 +98,97 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
     use a second CPU: the helper decodes the first part while this process decodes the rest.
     The helper runs the same function, so the result is the same array for every text. A
     helper that cannot start or dies leaves its part to this process; a stop (a signal, the
-    run's deadline) while waiting for it ends it at once. Not in a frozen executable, whose
-    spawned helper would start the program again.
+    run's deadline) while waiting for it ends it at once.
+
+    The helper is this Python running only `_serve` (not multiprocessing's spawn, which runs the
+    calling program's main module again in the child: a script that calls memctl.api without a
+    `__main__` guard would start a second dream there). Not in a frozen executable or an
+    interpreter embedded in another program, whose executable is not a Python to run.
     """
     texts = list(texts)
-    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or getattr(sys, "frozen", False):
+    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
         return [decode_stored(t) for t in texts]
     cut = int(len(texts) * HELPER_SHARE)
-    spawn = get_context("spawn")
-    receiver, sender = spawn.Pipe(duplex=False)
-    helper = spawn.Process(target=_helper, args=(texts[:cut], sender), name="memctl-decode", daemon=True)
+    payload = pickle.dumps(texts[:cut], protocol=pickle.HIGHEST_PROTOCOL)
     try:
-        helper.start()
+        helper = subprocess.Popen(
+            [sys.executable, "-c", HELPER_CODE, str(Path(__file__).resolve().parents[2])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+        )
     except OSError:
         return [decode_stored(t) for t in texts]
-    packed: Optional[list[Optional[bytes]]] = None
+    # A thread writes the texts while this process decodes its own part. It writes them in one
+    # call, which waits for the pipe without the GIL: a write per pickle frame would wait for the
+    # GIL thousands of times behind the decoding loop (12 s for 45,000 texts). The reply is read
+    # once this part is done, for the same reason.
+    feeder = threading.Thread(target=_feed, args=(helper.stdin, payload), name="memctl-decode-feed", daemon=True)
+    packed: Any = None
     try:
-        sender.close()  # this process's copy: the helper's end closing then reads as EOF
+        feeder.start()
         rest = [decode_stored(t) for t in texts[cut:]]
-        while packed is None and (helper.is_alive() or receiver.poll()):
-            if receiver.poll(0.2):
-                try:
-                    packed = receiver.recv()
-                except (EOFError, OSError):
-                    break
+        reply = _read_all(helper.stdout)
+        if helper.wait(5) == 0:
+            try:
+                packed = pickle.loads(reply)
+            except Exception:  # noqa: BLE001 - a reply cut short or garbled: decode its part here
+                packed = None
     finally:
-        if helper.is_alive():
-            helper.terminate()  # a stop while waiting, or a reply already taken
-        helper.join(5)
-        receiver.close()
-    if not isinstance(packed, list) or len(packed) != cut:
+        if helper.poll() is None:
+            helper.kill()  # a stop while waiting
+        helper.wait(5)
+        feeder.join(5)  # ended: its pipe is broken once the helper is gone
+        for stream in (helper.stdin, helper.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if not isinstance(packed, list) or len(packed) != cut or not all(b is None or isinstance(b, bytes) for b in packed):
         return [decode_stored(t) for t in texts[:cut]] + rest
     return [None if b is None else np.frombuffer(b, dtype=np.float32).copy() for b in packed] + rest
 
 
-def _helper(texts: Sequence[str], sender: Any) -> None:
-    """The helper process: send each text's float32 bytes (None: no vector)."""
+#: what the helper process runs: argv[1] is the directory holding this memctl package
+HELPER_CODE = "import sys; sys.path.insert(0, sys.argv[1]); from memctl.embed.stored import _serve; _serve()"
+
+
+def _runnable_python() -> bool:
+    """Whether sys.executable is a Python interpreter this process may start a helper with."""
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return False
+    return re.fullmatch(r"(python|pypy)[0-9.]*(\.exe)?", Path(sys.executable).name.lower()) is not None
+
+
+def _feed(stream: Any, payload: bytes) -> None:
+    """Write the helper its texts (a thread of this process); a helper gone meanwhile ends it."""
+    view = memoryview(payload)
     try:
-        sender.send(_decode_packed(texts))
-    finally:
-        sender.close()
+        while view:
+            view = view[stream.write(view):]  # an unbuffered pipe: one system call, the GIL released
+        stream.close()
+    except (OSError, ValueError):  # a broken pipe: the helper died or was ended
+        pass
+
+
+def _read_all(stream: Any) -> bytes:
+    """Read the helper's reply to its end, in steps that let a signal's handler run (a stop)."""
+    chunks = []
+    fd = stream.fileno()
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _serve() -> None:
+    """The helper process: read pickled texts on stdin, write each text's float32 bytes (None: no vector)."""
+    texts = pickle.load(sys.stdin.buffer)
+    out = sys.stdout.buffer
+    out.write(pickle.dumps(_decode_packed(texts), protocol=pickle.HIGHEST_PROTOCOL))
+    out.flush()
 
 
 def _decode_packed(texts: Sequence[str]) -> list[Optional[bytes]]:
