@@ -163,13 +163,21 @@ def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pyte
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0])
 
 
-@pytest.mark.parametrize("code", ["import os; os._exit(9)", "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'not a pickle')",
-                                  "import pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(pickle.dumps(['x']))"])
+@pytest.mark.parametrize("code", [
+    "import os; os._exit(9)",
+    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'not vectors')",
+    "import pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(pickle.dumps(['x']))",
+    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(bytes(8))",  # a vector of length 0
+    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write((2).to_bytes(8, 'little') + bytes(4))",  # 2 floats promised, 1 sent
+    "import os, sys, time; sys.stdin.buffer.read(); os.close(1); time.sleep(60)",  # lingers after an empty reply
+    "import sys, time; sys.stdin.buffer.read(); time.sleep(60)",  # stuck: its part is decoded here after the grace
+])
 def test_decode_many_decodes_here_when_the_helper_dies_or_answers_nonsense(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
     """A helper killed before it answers (memory, a signal), or whose reply is not its part's vectors, leaves its part to this process."""
     monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
     monkeypatch.setattr(stored, "_cpus", lambda: 2)
     monkeypatch.setattr(stored, "HELPER_CODE", code)
+    monkeypatch.setattr(stored, "HELPER_GRACE_MIN", 1.0)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]", "[2.0]"]
     got = decode_many(texts)
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0]) and np.array_equal(got[3], [2.0])
@@ -195,10 +203,16 @@ def test_a_program_without_a_main_guard_does_not_run_again_in_the_helper(tmp_pat
         "assert len(here) == 40 - int(40 * stored.HELPER_SHARE), len(here)  # the helper decoded its part\n"
         "assert all(np.array_equal(g, real(t)) for g, t in zip(got, texts))\n"
     )
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    # The helper searches modules where this process does, not in the directory it was started from.
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    shadowed = tmp_path / "shadowed.txt"
+    (elsewhere / "json.py").write_text(f"open({str(shadowed)!r}, 'a').write('imported')\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 0, done.stderr
     assert runs.read_text() == "ran\n"
+    assert not shadowed.exists()
 
 
 def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,6 +228,8 @@ def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.Monke
     for executable in ("/usr/bin/python3", "/venv/bin/python3.11", "/usr/bin/pypy3"):
         monkeypatch.setattr(stored.sys, "executable", executable)
         assert stored._runnable_python(), executable
+    monkeypatch.setattr(stored.os, "name", "nt")  # select() cannot wait on a pipe there
+    assert not stored._runnable_python()
 
 
 def test_decode_vector_reads_floats_and_ints() -> None:

@@ -17,6 +17,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -88,6 +89,8 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
 PARALLEL_DECODE_MIN = 20_000
 #: the helper's share of the texts (less than half: it starts later)
 HELPER_SHARE = 0.45
+#: once this process's part is decoded, wait for the helper's at most twice as long, and at least this (s)
+HELPER_GRACE_MIN = 10.0
 
 
 def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
@@ -97,13 +100,16 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
     100k-note load), so a large batch is split with one helper process when this process may
     use a second CPU: the helper decodes the first part while this process decodes the rest.
     The helper runs the same function, so the result is the same array for every text. A
-    helper that cannot start or dies leaves its part to this process; a stop (a signal, the
-    run's deadline) while waiting for it ends it at once.
+    helper that cannot start, dies, hangs or answers anything but its part's
+    vectors leaves its part to this process; a stop (a signal, the run's deadline) while
+    waiting for it ends it at once.
 
-    The helper is this Python running only `_serve` (not multiprocessing's spawn, which runs the
-    calling program's main module again in the child: a script that calls memctl.api without a
-    `__main__` guard would start a second dream there). Not in a frozen executable or an
-    interpreter embedded in another program, whose executable is not a Python to run.
+    The helper is this Python running only `_serve`, with this process's module search path
+    (not multiprocessing's spawn, which runs the calling program's main module again in the
+    child: a script that calls memctl.api without a `__main__` guard would start a second dream
+    there). Its reply is plain lengths and floats, never unpickled. Not in a frozen executable or
+    an interpreter embedded in another program, whose executable is not a Python to run, and not
+    off POSIX (the reply is waited for with poll() on a pipe).
     """
     texts = list(texts)
     if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
@@ -112,50 +118,59 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
     payload = pickle.dumps(texts[:cut], protocol=pickle.HIGHEST_PROTOCOL)
     try:
         helper = subprocess.Popen(
-            [sys.executable, "-c", HELPER_CODE, str(Path(__file__).resolve().parents[2])],
+            [sys.executable, "-c", HELPER_CODE, *(p for p in sys.path if isinstance(p, str))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
         )
     except OSError:
         return [decode_stored(t) for t in texts]
-    # A thread writes the texts while this process decodes its own part. It writes them in one
-    # call, which waits for the pipe without the GIL: a write per pickle frame would wait for the
-    # GIL thousands of times behind the decoding loop (12 s for 45,000 texts). The reply is read
-    # once this part is done, for the same reason.
-    feeder = threading.Thread(target=_feed, args=(helper.stdin, payload), name="memctl-decode-feed", daemon=True)
-    packed: Any = None
+    helped: Optional[list[Optional[np.ndarray]]] = None
+    feeder: Optional[threading.Thread] = None
     try:
-        feeder.start()
+        # A thread writes the texts while this process decodes its own part. It writes them in
+        # one call, which waits for the pipe without the GIL: a write per pickle frame would wait
+        # for the GIL thousands of times behind the decoding loop (14 s instead of 10 s for 100k
+        # texts). The reply is read once this part is done, for the same reason.
+        feeder = threading.Thread(target=_feed, args=(helper.stdin, payload), name="memctl-decode-feed", daemon=True)
+        try:
+            feeder.start()
+        except RuntimeError:  # no thread left: decode it all here
+            feeder = None
+            helper.kill()
+        began = time.monotonic()
         rest = [decode_stored(t) for t in texts[cut:]]
-        reply = _read_all(helper.stdout)
-        if helper.wait(5) == 0:
+        if feeder is not None:
             try:
-                packed = pickle.loads(reply)
-            except Exception:  # noqa: BLE001 - a reply cut short or garbled: decode its part here
-                packed = None
+                helped = _unpack(_read_all(helper, time.monotonic() + max(HELPER_GRACE_MIN, 2 * (time.monotonic() - began))), cut)
+            except (OSError, ValueError):  # the pipe could not be waited on or read
+                helped = None
     finally:
         if helper.poll() is None:
-            helper.kill()  # a stop while waiting
-        helper.wait(5)
-        feeder.join(5)  # ended: its pipe is broken once the helper is gone
+            helper.kill()  # a stop while waiting, or a helper that lingers after its reply
+        try:
+            helper.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
         for stream in (helper.stdin, helper.stdout):
             try:
                 stream.close()
             except OSError:
                 pass
-    if not isinstance(packed, list) or len(packed) != cut or not all(b is None or isinstance(b, bytes) for b in packed):
+        if feeder is not None:
+            feeder.join(5)  # ended: its pipe is broken once the helper is gone
+    if helped is None:
         return [decode_stored(t) for t in texts[:cut]] + rest
-    return [None if b is None else np.frombuffer(b, dtype=np.float32).copy() for b in packed] + rest
+    return helped + rest
 
 
-#: what the helper process runs: argv[1] is the directory holding this memctl package
-HELPER_CODE = "import sys; sys.path.insert(0, sys.argv[1]); from memctl.embed.stored import _serve; _serve()"
+#: what the helper process runs: argv[1:] is this process's module search path (sys.path)
+HELPER_CODE = "import sys; sys.path[:] = sys.argv[1:]; from memctl.embed.stored import _serve; _serve()"
 
 
 def _runnable_python() -> bool:
     """Whether sys.executable is a Python interpreter this process may start a helper with."""
-    if getattr(sys, "frozen", False) or not sys.executable:
+    if getattr(sys, "frozen", False) or not sys.executable or os.name != "posix":  # poll() on pipes: POSIX only
         return False
-    return re.fullmatch(r"(python|pypy)[0-9.]*(\.exe)?", Path(sys.executable).name.lower()) is not None
+    return re.fullmatch(r"(python|pypy)[0-9.]*", Path(sys.executable).name.lower()) is not None
 
 
 def _feed(stream: Any, payload: bytes) -> None:
@@ -169,34 +184,63 @@ def _feed(stream: Any, payload: bytes) -> None:
         pass
 
 
-def _read_all(stream: Any) -> bytes:
-    """Read the helper's reply to its end, in steps that let a signal's handler run (a stop)."""
+def _read_all(helper: subprocess.Popen, deadline: float) -> bytes:
+    """Read the helper's reply to its end, in steps that let a signal's handler run (a stop).
+
+    Ends when the pipe is closed, once the helper has exited and nothing more is waiting
+    (another process may hold a copy of the pipe's write end), or at `deadline` (time.monotonic):
+    a helper stuck for that long has its part decoded here.
+    """
     chunks = []
-    fd = stream.fileno()
-    while True:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if not ready:
+    fd = helper.stdout.fileno()  # type: ignore[union-attr]
+    waiter = select.poll()
+    waiter.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    while time.monotonic() < deadline:
+        if not waiter.poll(200):
+            if helper.poll() is not None and not waiter.poll(0):
+                return b"".join(chunks)
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+    return b""
 
 
 def _serve() -> None:
-    """The helper process: read pickled texts on stdin, write each text's float32 bytes (None: no vector)."""
+    """The helper process: read pickled texts on stdin, write their vectors (`_pack`) on stdout."""
     texts = pickle.load(sys.stdin.buffer)
     out = sys.stdout.buffer
-    out.write(pickle.dumps(_decode_packed(texts), protocol=pickle.HIGHEST_PROTOCOL))
+    out.write(_pack([decode_stored(t) for t in texts]))
     out.flush()
 
 
-def _decode_packed(texts: Sequence[str]) -> list[Optional[bytes]]:
-    """Run in the helper process: each text's float32 bytes (None: no vector)."""
-    out: list[Optional[bytes]] = []
-    for text in texts:
-        vector = decode_stored(text)
-        out.append(None if vector is None else vector.tobytes())
+def _pack(vectors: Sequence[Optional[np.ndarray]]) -> bytes:
+    """Each vector's length (-1: no vector) as int64, then every vector's float32 values."""
+    lengths = np.array([-1 if v is None else len(v) for v in vectors], dtype="<i8")
+    present = [np.asarray(v, dtype="<f4") for v in vectors if v is not None]
+    return lengths.tobytes() + (np.concatenate(present).tobytes() if present else b"")
+
+
+def _unpack(reply: bytes, count: int) -> Optional[list[Optional[np.ndarray]]]:
+    """Return the `count` vectors of a `_pack` reply, or None when the reply is anything else."""
+    head = 8 * count
+    if len(reply) < head or (len(reply) - head) % 4:
+        return None
+    lengths = np.frombuffer(reply, dtype="<i8", count=count)
+    if ((lengths < 1) & (lengths != -1)).any():
+        return None
+    values = np.frombuffer(reply, dtype="<f4", offset=head)
+    if int(lengths[lengths > 0].sum()) != len(values):
+        return None
+    out: list[Optional[np.ndarray]] = []
+    start = 0
+    for n in lengths.tolist():
+        if n < 0:
+            out.append(None)
+        else:
+            out.append(values[start : start + n].astype(np.float32))  # a copy that owns its memory, in native order
+            start += n
     return out
 
 
