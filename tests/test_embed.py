@@ -169,6 +169,7 @@ def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pyte
     "import pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(pickle.dumps(['x']))",
     "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(bytes(8))",  # a vector of length 0
     "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write((2).to_bytes(8, 'little') + bytes(4))",  # 2 floats promised, 1 sent
+    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write((2**62).to_bytes(8, 'little') + bytes(4))",  # a length past the floats sent
     "import os, sys, time; sys.stdin.buffer.read(); os.close(1); time.sleep(60)",  # lingers after an empty reply
     "import sys, time; sys.stdin.buffer.read(); time.sleep(60)",  # stuck: its part is decoded here after the grace
 ])
@@ -448,3 +449,13 @@ def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyP
     assert time.monotonic() - began < 10
     assert len(started) == 1 and started[0].poll() is not None  # killed, not left sleeping
     assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
+
+
+def test_helper_reply_round_trips_and_lengths_that_do_not_add_up_are_refused() -> None:
+    vectors = [np.array([0.5, -1.25], dtype=np.float32), None, np.array([3.0], dtype=np.float32)]
+    got = stored._unpack(stored._pack(vectors), 3)
+    assert got is not None and got[1] is None
+    assert np.array_equal(got[0], vectors[0]) and np.array_equal(got[2], vectors[2]) and got[0].flags.writeable
+    assert stored._unpack(stored._pack(vectors), 2) is None  # one vector more than asked for
+    wraps = np.array([2**63 - 1, 2**63 - 1, 3], dtype="<i8").tobytes() + bytes(4)  # an int64 sum of 1
+    assert stored._unpack(wraps, 3) is None

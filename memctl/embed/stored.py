@@ -231,7 +231,7 @@ def _unpack(reply: bytes, count: int) -> Optional[list[Optional[np.ndarray]]]:
     if ((lengths < 1) & (lengths != -1)).any():
         return None
     values = np.frombuffer(reply, dtype="<f4", offset=head)
-    if int(lengths[lengths > 0].sum()) != len(values):
+    if (lengths > len(values)).any() or int(lengths[lengths > 0].sum()) != len(values):  # no sum that wraps round
         return None
     out: list[Optional[np.ndarray]] = []
     start = 0
