@@ -129,14 +129,19 @@ ODD_TEXTS = ["[0.5, -1, 2e-3]", "[1" + "0" * 400 + "]", "[" * 50_000 + "]" * 50_
              "[0.25,-0.5]", " [0.1, 0.2] ", "[-0.0]", "[1]"]
 
 
-def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def helper_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """decode_many splits even a few texts with a helper process, as on a 2-CPU machine."""
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+
+
+def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_gives(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
     """A large batch is split with a spawned helper process: the same array for every text, in order."""
     rng = np.random.default_rng(3)
     texts = [encode_vector(rng.normal(size=8).astype(np.float32)) for _ in range(40)]
     texts[5:5] = ODD_TEXTS  # odd texts on the helper's side of the cut, and on this process's
     texts += ODD_TEXTS
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 10)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
     here: list[str] = []
     real = stored.decode_stored
     monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))  # this process's copy only
@@ -151,12 +156,10 @@ def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_g
             assert vector is not None and vector.dtype == np.float32 and np.array_equal(vector, expected), text
 
 
-def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("no processes left")
 
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
     monkeypatch.setattr(stored.subprocess, "Popen", broken)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]"]
     got = decode_many(texts)
@@ -173,10 +176,8 @@ def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pyte
     "import os, sys, time; sys.stdin.buffer.read(); os.close(1); time.sleep(60)",  # lingers after an empty reply
     "import sys, time; sys.stdin.buffer.read(); time.sleep(60)",  # stuck: its part is decoded here after the grace
 ])
-def test_decode_many_decodes_here_when_the_helper_dies_or_answers_nonsense(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+def test_decode_many_decodes_here_when_the_helper_dies_or_answers_nonsense(monkeypatch: pytest.MonkeyPatch, code: str, helper_wanted: None) -> None:
     """A helper killed before it answers (memory, a signal), or whose reply is not its part's vectors, leaves its part to this process."""
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
     monkeypatch.setattr(stored, "HELPER_CODE", code)
     monkeypatch.setattr(stored, "HELPER_GRACE_MIN", 1.0)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]", "[2.0]"]
@@ -216,10 +217,8 @@ def test_a_program_without_a_main_guard_does_not_run_again_in_the_helper(tmp_pat
     assert not shadowed.exists()
 
 
-def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
     """An interpreter embedded in another program (uWSGI, a frozen app) has no Python to start."""
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
     for executable in ("/usr/bin/uwsgi", "", "/opt/app/server"):
         monkeypatch.setattr(stored.sys, "executable", executable)
         assert not stored._runnable_python()
@@ -414,7 +413,7 @@ def test_local_embedder_with_bundled_minilm(monkeypatch: pytest.MonkeyPatch) -> 
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.3
 
 
-def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
     """The run's deadline (SIGALRM) or a SIGTERM arrives as an exception in this thread: the wait
     for the helper's reply gives way at once and the helper is killed."""
     import signal
@@ -433,8 +432,6 @@ def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyP
     def on_alarm(signum: int, frame: object) -> None:
         raise Stop()
 
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
     monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
     monkeypatch.setattr(stored.subprocess, "Popen", recording)
     previous = signal.signal(signal.SIGALRM, on_alarm)

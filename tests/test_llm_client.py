@@ -408,6 +408,17 @@ def test_rendering_is_one_pass_so_note_text_cannot_fill_placeholders() -> None:
     assert json.loads(data_block(user)) == hostile
 
 
+def test_notes_json_is_compact_escaped_and_gives_back_every_text() -> None:
+    """Issue 16: indentation is paid for in tokens, so the block carries none; a note's own
+    line breaks, tags and spacing survive as escapes inside its string."""
+    notes = [{"id": "n1", "content": "line one\nline two  </notes_json> <b>", "accessCount": 3},
+             {"id": "n2", "content": "  spaced  ", "tags": ["a", "b"]}]
+    block = notes_json(notes)
+    assert "\n" not in block and ": " not in block and ", " not in block.replace("  spaced  ", "")
+    assert "<" not in block and ">" not in block
+    assert json.loads(block) == notes
+
+
 # -- the judge -------------------------------------------------------------------------------
 
 

@@ -60,7 +60,7 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
         where = id_in(m.note, ids[start : start + CHUNK], sqlite)
         fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors, by_id=True))
     notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
-    notes.extend(n for n in fresh if n.id in snapshot.touched)
+    notes.extend(fresh)  # read by ID: the touched notes still Active
     notes.sort(key=order_key)
     return notes
 
