@@ -149,3 +149,31 @@ def test_the_step_is_recorded_with_its_counts(db: Db) -> None:
 
     output = json.loads(steps[0]["OutputData"])
     assert output["applied"] == 1 and output["orphanedAgents"] == 1 and json.loads(steps[0]["InputData"])["notesChecked"] == 1
+
+
+def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: Db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Planning reads every candidate's references, then the orphans' whole rows (issue 16).
+
+    A note another application points at a live agent in between is left alone: PostgreSQL's
+    second read sees the new agent, which was never looked up, and drops the row; SQLite's
+    transaction still sees the old row, and apply's guard (AgentID) refuses it.
+    """
+    from memctl.phases import prune as prune_module
+
+    store = Store(db.engine)
+    legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
+    moved = store.note("Moved to the live agent", AgentID=legacy)
+    stays = store.note("Still on the disabled agent", AgentID=legacy)
+    original = prune_module._full_rows
+
+    def between(conn, ids, where):  # type: ignore[no-untyped-def]
+        with db.engine.begin() as other:
+            other.execute(sa.update(m.note).where(m.note.c.ID == moved).values(AgentID=live))
+        return original(conn, ids, where)
+
+    monkeypatch.setattr(prune_module, "_full_rows", between)
+    report = prune(db)
+    assert report.exit_code == 0, report.message
+    assert store.status(moved) == "Active"
+    assert store.note_row(moved)["Comments"] in (None, "")
+    assert store.status(stays) == "Archived"

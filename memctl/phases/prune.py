@@ -3,7 +3,9 @@
 A note whose agent is missing or Disabled, whose user is missing or inactive, whose company is
 missing, or whose source conversation is missing is archived, with one Comments line naming
 every missing reference. Lookups are cached for the run: one query per entity type (chunked
-IN-lists), never one per note. At most `prune_cap` notes are handled per run, oldest first; the
+IN-lists), never one per note. The first read takes only every candidate's ID and references;
+whole rows are then read for the orphans alone, and one whose references changed in between is
+left for the next run. At most `prune_cap` notes are handled per run, oldest first; the
 rest wait for the next run. A Protected note is never archived: it is annotated once instead.
 """
 
@@ -15,11 +17,12 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, in_shard, lookup_ids, plural, read_rows, within_refusal
+from memctl.phases.common import agent_filter, archive_units, chunks, in_shard, lookup_ids, plural, read_rows, sqlite_guid, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.store import models as m
 from memctl.store.capabilities import archive_refusal
+from memctl.store.changes import id_in
 from memctl.store.engine import read
 
 NAME = "prune"
@@ -27,6 +30,8 @@ STEP_NAME = "Prune Stale References"
 REFERENCE_COLUMNS = ("AgentID", "UserID", "CompanyID", "SourceConversationID")
 SELECT_COLUMNS = tuple(dict.fromkeys(("ID", *GUARD_COLUMNS["AIAgentNote"], *REFERENCE_COLUMNS, "Comments", "__mj_CreatedAt",
                                       "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type")))
+#: a candidate's partition, which the first read takes with --shard only
+PARTITION_COLUMNS = ("PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes")
 ENTITY = {"AgentID": "agent", "UserID": "user", "CompanyID": "company", "SourceConversationID": "conversation"}
 
 
@@ -39,48 +44,87 @@ class References:
         self.companies = companies
         self.conversations = conversations
 
+    def gone(self, column: str, ref_id: Optional[str]) -> Optional[str]:
+        """Return why the entity a note's `column` names (lower-case ID) is gone, or None when it is there."""
+        if ref_id is None:
+            return None
+        if column == "AgentID":
+            agent = self.agents.get(ref_id)
+            if agent is None:
+                return f"agent {ref_id} no longer exists"
+            return f"agent {ref_id} ({agent['Name']}) is Disabled" if agent["Status"] == "Disabled" else None
+        if column == "UserID":
+            user = self.users.get(ref_id)
+            if user is None:
+                return f"user {ref_id} no longer exists"
+            return None if user["IsActive"] else f"user {ref_id} ({user['Name']}) is inactive"
+        if column == "CompanyID":
+            return None if ref_id in self.companies else f"company {ref_id} no longer exists"
+        return None if ref_id in self.conversations else f"source conversation {ref_id} no longer exists"
+
     def problems(self, row: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Return (column, description) for every reference of `row` that is gone."""
-        found: list[tuple[str, str]] = []
-        agent_id = _key(row["AgentID"])
-        if agent_id is not None:
-            agent = self.agents.get(agent_id)
-            if agent is None:
-                found.append(("AgentID", f"agent {agent_id} no longer exists"))
-            elif agent["Status"] == "Disabled":
-                found.append(("AgentID", f"agent {agent_id} ({agent['Name']}) is Disabled"))
-        user_id = _key(row["UserID"])
-        if user_id is not None:
-            user = self.users.get(user_id)
-            if user is None:
-                found.append(("UserID", f"user {user_id} no longer exists"))
-            elif not user["IsActive"]:
-                found.append(("UserID", f"user {user_id} ({user['Name']}) is inactive"))
-        company_id = _key(row["CompanyID"])
-        if company_id is not None and company_id not in self.companies:
-            found.append(("CompanyID", f"company {company_id} no longer exists"))
-        conversation_id = _key(row["SourceConversationID"])
-        if conversation_id is not None and conversation_id not in self.conversations:
-            found.append(("SourceConversationID", f"source conversation {conversation_id} no longer exists"))
-        return found
+        found = [(column, self.gone(column, _key(row[column]))) for column in REFERENCE_COLUMNS]
+        return [(column, why) for column, why in found if why is not None]
 
 
 def _key(value: Optional[str]) -> Optional[str]:
     return None if value is None else str(value).lower()
 
 
-def load_references(conn: sa.Connection, rows: list[Mapping[str, Any]]) -> References:
-    """Look every referenced entity up: one query per entity type (per chunk of 500 IDs)."""
+def _references(row: Mapping[str, Any]) -> tuple[Optional[str], ...]:
+    return tuple(_key(row[c]) for c in REFERENCE_COLUMNS)
 
-    def ids(column: str) -> set[str]:
-        return {str(r[column]).lower() for r in rows if r[column] is not None}
 
-    return References(
-        agents=lookup_ids(conn, m.agent, ids("AgentID"), ("ID", "Name", "Status")),
-        users=lookup_ids(conn, m.user, ids("UserID"), ("ID", "Name", "IsActive")),
-        companies=lookup_ids(conn, m.company, ids("CompanyID")),
-        conversations=lookup_ids(conn, m.conversation, ids("SourceConversationID")),
+def _orphan_references(conn: sa.Connection, where: list[Any], ctx: PhaseContext, overlay: Overlay, added: list[Mapping[str, Any]]) -> tuple[int, dict[str, tuple[Optional[str], ...]], References]:
+    """The first read: every candidate's ID and references, and nothing else.
+
+    Return how many candidates were checked, the references (lower-case IDs) of those with one
+    gone, by note ID, and the referenced entities looked up. Most notes are not orphans: their
+    comments, dates and guards, and a row object per note, would be most of a full scan.
+    """
+    t = m.note
+    sqlite = conn.dialect.name == "sqlite"
+    columns = ("ID", *REFERENCE_COLUMNS, *(PARTITION_COLUMNS if ctx.scope.shard is not None else ()))
+    # on SQLite a GUID is read as its stored text and spelled as SQLAlchemy reads it, once per value
+    selected = [sa.type_coerce(t.c[c], sa.String) if sqlite and isinstance(t.c[c].type, sa.Uuid) else t.c[c] for c in columns]
+    spelled: dict[Any, Optional[str]] = {None: None}
+
+    def spell(value: Any) -> Optional[str]:
+        if value not in spelled:
+            spelled[value] = sqlite_guid(value) if sqlite else str(value).lower()
+        return spelled[value]
+
+    rows = conn.execute(sa.select(*selected).where(*where)).all()
+    if overlay.removed or ctx.scope.shard is not None:
+        rows = [r for r in rows if spell(r[0]) not in overlay.removed
+                and in_shard({c: spell(v) if isinstance(t.c[c].type, sa.Uuid) else v for c, v in zip(columns, r)}, ctx.scope)]
+    raw = [{r[i + 1] for r in rows} for i in range(len(REFERENCE_COLUMNS))]  # each column's values as read
+    per_column = [{spell(v) for v in values} | {_key(a[c]) for a in added} for values, c in zip(raw, REFERENCE_COLUMNS)]
+    for ids in per_column:
+        ids.discard(None)
+    refs = References(
+        agents=lookup_ids(conn, m.agent, per_column[0], ("ID", "Name", "Status")),  # type: ignore[arg-type]
+        users=lookup_ids(conn, m.user, per_column[1], ("ID", "Name", "IsActive")),  # type: ignore[arg-type]
+        companies=lookup_ids(conn, m.company, per_column[2]),  # type: ignore[arg-type]
+        conversations=lookup_ids(conn, m.conversation, per_column[3]),  # type: ignore[arg-type]
     )
+    bad = [{v for v in values if refs.gone(c, spell(v)) is not None} for c, values in zip(REFERENCE_COLUMNS, raw)]
+    orphans: dict[str, tuple[Optional[str], ...]] = {}
+    for r in rows:
+        if any(v in gone for v, gone in zip(r[1:], bad)):
+            orphans[spell(r[0])] = tuple(spell(v) for v in r[1 : 1 + len(REFERENCE_COLUMNS)])  # type: ignore[index]
+    return len(rows), orphans, refs
+
+
+def _full_rows(conn: sa.Connection, ids: list[str], where: list[Any]) -> list[dict[str, Any]]:
+    """Read SELECT_COLUMNS of the candidates (still matching `where`) whose ID is in `ids`, per chunk of the IN-list."""
+    t = m.note
+    sqlite = conn.dialect.name == "sqlite"
+    found: list[dict[str, Any]] = []
+    for chunk in chunks(ids):
+        found.extend(read_rows(conn, [t.c[c] for c in SELECT_COLUMNS], [*where, id_in(t, chunk, sqlite)]))
+    return found
 
 
 class PrunePhase:
@@ -92,14 +136,22 @@ class PrunePhase:
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         t = m.note
         has_reference = sa.or_(*[t.c[c].is_not(None) for c in REFERENCE_COLUMNS])
-        where = [t.c.Status == "Active", t.c.IsAutoGenerated == sa.true(), t.c.ProtectionTier != "Immutable", has_reference, *agent_filter(t, ctx.scope)]
+        rest = [t.c.IsAutoGenerated == sa.true(), t.c.ProtectionTier != "Immutable", has_reference, *agent_filter(t, ctx.scope)]
         with read(ctx.engine) as conn:
-            found = read_rows(conn, [t.c[c] for c in SELECT_COLUMNS], where, (t.c["__mj_CreatedAt"], t.c.ID))
-            rows: list[Mapping[str, Any]] = [r for r in found if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
-            rows.extend(self._added(overlay, ctx))
+            added = self._added(overlay, ctx)
+            checked, gone, refs = _orphan_references(conn, [t.c.Status == "Active", *rest], ctx, overlay, added)
+            # then whole rows of the orphans only, by ID. Status is compared as an expression on
+            # SQLite, which would otherwise pick the Status index and read every Active note per chunk.
+            status = t.c.Status.concat("") if conn.dialect.name == "sqlite" else t.c.Status
+            rows: list[Mapping[str, Any]] = [
+                r for r in _full_rows(conn, list(gone), [status == "Active", *rest])
+                # a row whose references changed since the first read was not looked up: next run
+                if gone.get(str(r["ID"]).lower()) == _references(r) and in_shard(r, ctx.scope)
+            ]
+            rows.extend(added)
             rows.sort(key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
-            refs = load_references(conn, rows)
             refusal = archive_refusal(conn, "AIAgentNote", ctx.settings.db_schema)
+        checked += len(added)
 
         orphans: list[tuple[Mapping[str, Any], str, str]] = []
         by_entity: Counter[str] = Counter()
@@ -132,7 +184,7 @@ class PrunePhase:
             phase=NAME,
             step_name=STEP_NAME,
             units=archive_units("AIAgentNote", fitted, status=status),
-            input={"notesChecked": len(rows), "cap": ctx.settings.prune_cap},
+            input={"notesChecked": checked, "cap": ctx.settings.prune_cap},
             output={
                 **output,
                 "orphansFound": orphan_total,
@@ -147,7 +199,7 @@ class PrunePhase:
         )
         if not orphans:
             plan.outcome = "no items"
-            plan.message = f"{plural(len(rows), 'note')} checked, no stale references"
+            plan.message = f"{plural(checked, 'note')} checked, no stale references"
         else:
             plan.message = f"{plural(len(orphans) - protected, 'orphaned note')} to archive" + (f", {left} left for the next run (cap {ctx.settings.prune_cap})" if left else "")
         return plan
