@@ -96,7 +96,8 @@ def with_vector_text(note: NoteRecord, text: Optional[str]) -> NoteRecord:
     """Return `note` with its EmbeddingVector text set: `dataclasses.replace`, ~20x cheaper.
 
     replace() runs __init__ and each frozen field's checks; this copies the instance dict (the
-    record has no invariants beyond its fields).
+    record has no invariants beyond its fields). A state `memctl.settled.note_state` kept on the
+    record is copied too, and stays right: it leaves the vector text out.
     """
     copy = object.__new__(NoteRecord)
     copy.__dict__.update(note.__dict__)

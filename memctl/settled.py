@@ -63,6 +63,8 @@ RUNTIME_SETTINGS = frozenset(
 _SKIPPED_FIELDS = frozenset({"embedding_vector"})
 _NOTE_FIELDS = tuple(f.name for f in dataclasses.fields(NoteRecord) if f.name not in _SKIPPED_FIELDS)
 _note_values = operator.attrgetter(*_NOTE_FIELDS)
+#: where note_state keeps a record's state (not a field: equality, replace() and asdict() ignore it)
+_STATE = "_memctl_state"
 
 
 def plan_settings(settings: Settings) -> dict[str, Any]:
@@ -78,9 +80,15 @@ def note_state(note: NoteRecord) -> str:
     """Return a note as planning sees it, minus its vector text, as canonical text.
 
     The repr of the tuple of its values (text, numbers, booleans, None and aware UTC datetimes)
-    is unambiguous and about ten times cheaper than JSON of the same values.
+    is unambiguous and about ten times cheaper than JSON of the same values. It is kept on the
+    record, which is frozen: the two LLM phases digest the same records (the contradiction
+    phase reuses the consolidation phase's snapshot), 10 us a note.
     """
-    return repr(_note_values(note))
+    state = note.__dict__.get(_STATE)
+    if state is None:
+        state = repr(_note_values(note))
+        object.__setattr__(note, _STATE, state)
+    return state
 
 
 def notes_digest(notes: Iterable[NoteRecord], extra: Optional[Callable[[NoteRecord], Any]] = None) -> str:

@@ -309,3 +309,28 @@ def test_the_contradictions_phase_reuses_the_notes_consolidate_read_and_reads_ag
     assert first.phases[1].input["notes"] == active + revoked_by_contradictions  # what a full read would have found
     quiet = dream()  # nothing to change: one read serves both LLM phases
     assert quiet.phases[0].applied == 0 and quiet.phases[1].applied == 0 and len(loads) == 1
+
+
+def test_a_notes_kept_state_follows_its_fields_and_ignores_its_vector_text() -> None:
+    """note_state is kept on the frozen record (issue 16): a replaced field gives a new state, a
+    vector text (left out of the state) keeps it, and the kept value is never a field."""
+    import dataclasses
+    from datetime import datetime, timezone
+
+    from memctl.records import NoteRecord, with_vector_text
+    from memctl.settled import note_state, notes_digest
+
+    when = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    note = NoteRecord(id="0b1e3c4a-1111-2222-3333-444455556666", agent_id=None, company_id=None, user_id=None,
+                      primary_scope_entity_id=None, primary_scope_record_id=None, secondary_scopes=None, type="Preference",
+                      note="Prefers Slack.", is_auto_generated=True, status="Active", protection_tier="Standard", access_count=3,
+                      last_accessed_at=None, created_at=when, updated_at=when)
+    first = note_state(note)
+    assert note_state(note) is first  # kept, not computed again
+    assert note_state(with_vector_text(note, "[0.5,0.25]")) == first
+    edited = dataclasses.replace(note, note="Prefers email.")
+    assert note_state(edited) != first and "Prefers email." in note_state(edited)
+    assert note_state(dataclasses.replace(note, access_count=4)) != first
+    assert notes_digest([note]) != notes_digest([edited])
+    assert dataclasses.asdict(note).keys() == {f.name for f in dataclasses.fields(NoteRecord)}
+    assert note == dataclasses.replace(note, embedding_vector=None)
