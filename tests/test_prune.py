@@ -164,14 +164,14 @@ def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: 
     legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
     moved = store.note("Moved to the live agent", AgentID=legacy)
     stays = store.note("Still on the disabled agent", AgentID=legacy)
-    original = prune_module._full_rows
+    original = prune_module._active_by_id
 
     def between(conn, ids, where):  # type: ignore[no-untyped-def]
         with db.engine.begin() as other:
             other.execute(sa.update(m.note).where(m.note.c.ID == moved).values(AgentID=live))
         return original(conn, ids, where)
 
-    monkeypatch.setattr(prune_module, "_full_rows", between)
+    monkeypatch.setattr(prune_module, "_active_by_id", between)
     report = prune(db)
     assert report.exit_code == 0, report.message
     assert store.status(moved) == "Active"

@@ -31,7 +31,8 @@ SIZES = (1_000, 10_000)
 SHAPE = dict(agents=6, dim=0, seed=5, orphan_share=0.06, stale_share=0.06, expired_share=0.01)
 REFERENCES = ("AgentID", "UserID", "CompanyID", "SourceConversationID")
 # a batch of 500 archivals: BEGIN, the locking SELECT, the UPDATE (executemany), the change-log
-# INSERT and the read of the batch's texts for the report
+# INSERT and the read of the batch's texts for the report (prune's planning adds one: the read of
+# the orphans' whole rows by ID)
 STATEMENTS_PER_BATCH = 5
 
 

@@ -117,13 +117,19 @@ def _orphan_references(conn: sa.Connection, where: list[Any], ctx: PhaseContext,
     return len(rows), orphans, refs
 
 
-def _full_rows(conn: sa.Connection, ids: list[str], where: list[Any]) -> list[dict[str, Any]]:
-    """Read SELECT_COLUMNS of the candidates (still matching `where`) whose ID is in `ids`, per chunk of the IN-list."""
+def _active_by_id(conn: sa.Connection, ids: list[str], where: list[Any]) -> list[dict[str, Any]]:
+    """Return SELECT_COLUMNS of the Active notes that still match `where` and whose ID is in `ids`
+    (lower-case; every stored spelling on SQLite), one query per chunk of the IN-list.
+
+    On SQLite, Status is compared as an expression: SQLite would otherwise pick the Status index
+    and read every Active note for each chunk of IDs.
+    """
     t = m.note
     sqlite = conn.dialect.name == "sqlite"
+    status = t.c.Status.concat("") if sqlite else t.c.Status
     found: list[dict[str, Any]] = []
     for chunk in chunks(ids):
-        found.extend(read_rows(conn, [t.c[c] for c in SELECT_COLUMNS], [*where, id_in(t, chunk, sqlite)]))
+        found.extend(read_rows(conn, [t.c[c] for c in SELECT_COLUMNS], [status == "Active", *where, id_in(t, chunk, sqlite)]))
     return found
 
 
@@ -140,11 +146,9 @@ class PrunePhase:
         with read(ctx.engine) as conn:
             added = self._added(overlay, ctx)
             checked, gone, refs = _orphan_references(conn, [t.c.Status == "Active", *rest], ctx, overlay, added)
-            # then whole rows of the orphans only, by ID. Status is compared as an expression on
-            # SQLite, which would otherwise pick the Status index and read every Active note per chunk.
-            status = t.c.Status.concat("") if conn.dialect.name == "sqlite" else t.c.Status
+            # then whole rows of the orphans only
             rows: list[Mapping[str, Any]] = [
-                r for r in _full_rows(conn, list(gone), [status == "Active", *rest])
+                r for r in _active_by_id(conn, list(gone), rest)
                 # a row whose references changed since the first read was not looked up: next run
                 if gone.get(str(r["ID"]).lower()) == _references(r) and in_shard(r, ctx.scope)
             ]
