@@ -281,7 +281,11 @@ def execute(
 
 
 def _close_services(ctx: PhaseContext) -> None:
-    """Close the LLM client's connections: an answer still trickling in is not awaited."""
+    """Close the LLM client's connections (an answer still trickling in is not awaited) and end a
+    vector-decoding helper process nothing collected."""
+    from memctl.vectors import close_ahead
+
+    close_ahead(ctx)
     judge = ctx.services.get("judge")
     client = getattr(judge, "client", None)
     if client is not None and hasattr(client, "close"):

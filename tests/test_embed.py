@@ -10,7 +10,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 import pytest
@@ -456,3 +456,81 @@ def test_helper_reply_round_trips_and_lengths_that_do_not_add_up_are_refused() -
     assert stored._unpack(stored._pack(vectors), 2) is None  # one vector more than asked for
     wraps = np.array([2**63 - 1, 2**63 - 1, 3], dtype="<i8").tobytes() + bytes(4)  # an int64 sum of 1
     assert stored._unpack(wraps, 3) is None
+
+
+@pytest.mark.parametrize("feed", [2_000, 3])
+def test_the_helper_decodes_texts_fed_in_several_pickles(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, feed: int) -> None:
+    """The texts reach the helper FEED_TEXTS to a pickle: every one is decoded once, in order."""
+    monkeypatch.setattr(stored, "FEED_TEXTS", feed)
+    texts = [encode_vector(np.full(4, i, dtype=np.float32)) for i in range(20)] + ODD_TEXTS
+    here: list[str] = []
+    real = stored.decode_stored
+    monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))
+    got = decode_many(texts)
+    assert here == texts[int(len(texts) * stored.HELPER_SHARE) :]
+    for text, vector in zip(texts, got, strict=True):
+        expected = real(text)
+        assert (vector is None) == (expected is None) and (expected is None or np.array_equal(vector, expected)), text
+
+
+def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
+    """A migrated SQLite store's context trusting stored vectors of model-x, and notes of one partition."""
+    from datetime import datetime, timezone
+
+    from conftest import make_db
+    from memctl.phases.base import PhaseContext
+    from memctl.records import NoteRecord
+    from memctl.settings import replace
+
+    db = make_db("sqlite", tmp_path)
+    settings = replace(db.settings, embed_provider="stored", embed_model="model-x")
+    when = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    rng = np.random.default_rng(5)
+    texts = [encode_vector(rng.normal(size=6).astype(np.float32)) for _ in range(30)]
+    notes = [
+        NoteRecord(id=f"00000000-0000-4000-8000-{i:012d}", agent_id=None, company_id=None, user_id=None, primary_scope_entity_id=None,
+                   primary_scope_record_id=None, secondary_scopes=None, type="Preference", note=f"note {i}", is_auto_generated=True,
+                   status="Active", protection_tier="Standard", access_count=0, last_accessed_at=None, created_at=when, updated_at=when,
+                   embedding_vector=text, embedding_model_id="MODEL-X")
+        for i, text in enumerate(texts)
+    ]
+    return PhaseContext(engine=db.engine, settings=settings, now=when), notes
+
+
+def test_vectors_decoded_ahead_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
+    """decode_ahead starts the helper at once; the index collects its vectors (the helper's share
+    decoded there, the rest here), equal to decode_stored's, and decodes nothing twice."""
+    from memctl.similarity import unit_rows
+    from memctl.vectors import AHEAD, AHEAD_SHARE, VectorIndex, decode_ahead
+
+    ctx, notes = ahead_context(tmp_path)
+    here: list[str] = []
+    real = stored.decode_stored
+    monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))
+    decode_ahead(ctx, notes)
+    assert AHEAD in ctx.services and ctx.services[AHEAD][1].helper is not None
+    index = VectorIndex(ctx, HashingEmbedder(dim=16))
+    (pv,) = index.partitions({("k",): notes}).values()  # type: ignore[dict-item]
+    texts = [n.embedding_vector for n in notes]
+    assert here == texts[int(len(texts) * AHEAD_SHARE) :]  # the rest was the helper's
+    assert AHEAD not in ctx.services and pv.model == "model-x"
+    assert np.array_equal(pv.vectors, unit_rows(np.vstack([real(t) for t in texts])))
+    index.partitions({("k",): notes})  # type: ignore[dict-item]
+    assert len(here) == len(texts) - int(len(texts) * AHEAD_SHARE)  # decoded once per run
+    ctx.engine.dispose()
+
+
+def test_a_run_that_never_collects_the_vectors_decoded_ahead_ends_the_helper(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
+    """The pipeline closes its services at the end of every run: a helper still decoding is killed."""
+    from memctl.pipeline import _close_services
+    from memctl.vectors import AHEAD, decode_ahead
+
+    monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
+    ctx, notes = ahead_context(tmp_path)
+    decode_ahead(ctx, notes)
+    helper = ctx.services[AHEAD][1].helper
+    assert helper is not None and helper.poll() is None
+    _close_services(ctx)
+    assert helper.poll() is not None and AHEAD not in ctx.services
+    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
+    ctx.engine.dispose()

@@ -90,20 +90,29 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
 PARALLEL_DECODE_MIN = 8_000
 #: the helper's share of the texts (less than half: it starts later)
 HELPER_SHARE = 0.45
+#: texts per pickle written to the helper (it decodes each as it arrives)
+FEED_TEXTS = 2_000
 #: once this process's part is decoded, wait for the helper's at most twice as long, and at least this (s)
 HELPER_GRACE_MIN = 10.0
 
 
 def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
-    """Return `decode_stored` of every text, in order.
+    """Return `decode_stored` of every text, in order (`Decoding` started and collected at once)."""
+    return Decoding(texts).result()
+
+
+class Decoding:
+    """Stored vector texts being decoded: `decode_stored` of each, in order, from `result()`.
 
     Decoding JSON floats is CPU-bound and holds the GIL (about 150 us per 384 floats, most of a
     100k-note load), so a large batch is split with one helper process when this process may
-    use a second CPU: the helper decodes the first part while this process decodes the rest.
-    The helper runs the same function, so the result is the same array for every text. A
-    helper that cannot start, dies, hangs or answers anything but its part's
-    vectors leaves its part to this process; a stop (a signal, the run's deadline) while
-    waiting for it ends it at once.
+    use a second CPU: the helper starts on the first part (`share` of the texts) at once, and
+    `result()` decodes the rest here, then collects the helper's part. A caller that starts the
+    decoding well before it needs the vectors gives the helper a head start, and so may give it
+    a larger share (`memctl.vectors.decode_ahead`). The helper runs the same function, so the
+    result is the same array for every text. A helper that cannot start, dies, hangs or answers
+    anything but its part's vectors leaves its part to this process; a stop (a signal, the run's
+    deadline) while waiting for it ends it at once, and so does `close()`.
 
     The helper is this Python running only `_serve`, with this process's module search path
     (not multiprocessing's spawn, which runs the calling program's main module again in the
@@ -112,55 +121,70 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
     an interpreter embedded in another program, whose executable is not a Python to run, and not
     off POSIX (the reply is waited for with poll() on a pipe).
     """
-    texts = list(texts)
-    if len(texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
-        return [decode_stored(t) for t in texts]
-    cut = int(len(texts) * HELPER_SHARE)
-    payload = pickle.dumps(texts[:cut], protocol=pickle.HIGHEST_PROTOCOL)
-    try:
-        helper = subprocess.Popen(
-            [sys.executable, "-c", HELPER_CODE, *(p for p in sys.path if isinstance(p, str))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
-        )
-    except OSError:
-        return [decode_stored(t) for t in texts]
-    helped: Optional[list[Optional[np.ndarray]]] = None
-    feeder: Optional[threading.Thread] = None
-    try:
-        # A thread writes the texts while this process decodes its own part. It writes them in
-        # one call, which waits for the pipe without the GIL: a write per pickle frame would wait
-        # for the GIL thousands of times behind the decoding loop (14 s instead of 10 s for 100k
-        # texts). The reply is read once this part is done, for the same reason.
-        feeder = threading.Thread(target=_feed, args=(helper.stdin, payload), name="memctl-decode-feed", daemon=True)
+
+    def __init__(self, texts: Sequence[str], share: float = HELPER_SHARE) -> None:
+        self.texts = list(texts)
+        self.cut = 0  # the texts before it are the helper's
+        self.helper: Optional[subprocess.Popen] = None
+        self.feeder: Optional[threading.Thread] = None
+        if len(self.texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
+            return
+        cut = int(len(self.texts) * share)
+        try:
+            self.helper = subprocess.Popen(
+                [sys.executable, "-c", HELPER_CODE, *(p for p in sys.path if isinstance(p, str))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+            )
+        except OSError:
+            return
+        # A thread writes the texts while this process goes on, a pickle of FEED_TEXTS texts at a
+        # time (the helper decodes each as it arrives), each in one call, which waits for the pipe
+        # without the GIL: a write per pickle frame would wait for the GIL thousands of times
+        # behind a decoding loop (14 s instead of 10 s for 100k texts). The reply is read once
+        # this process's part is done, for the same reason.
+        feeder = threading.Thread(target=_feed, args=(self.helper.stdin, self.texts[:cut]), name="memctl-decode-feed", daemon=True)
         try:
             feeder.start()
         except RuntimeError:  # no thread left: decode it all here
-            feeder = None
-            helper.kill()
-        began = time.monotonic()
-        rest = [decode_stored(t) for t in texts[cut:]]
-        if feeder is not None:
-            try:
-                helped = _unpack(_read_all(helper, time.monotonic() + max(HELPER_GRACE_MIN, 2 * (time.monotonic() - began))), cut)
-            except (OSError, ValueError):  # the pipe could not be waited on or read
-                helped = None
-    finally:
+            self.close()
+            return
+        self.feeder, self.cut = feeder, cut
+
+    def result(self) -> list[Optional[np.ndarray]]:
+        """Decode this process's part, collect the helper's (or decode it here), end the helper."""
+        helped: Optional[list[Optional[np.ndarray]]] = None
+        try:
+            began = time.monotonic()
+            rest = [decode_stored(t) for t in self.texts[self.cut :]]
+            if self.helper is not None and self.feeder is not None:
+                try:
+                    helped = _unpack(_read_all(self.helper, time.monotonic() + max(HELPER_GRACE_MIN, 2 * (time.monotonic() - began))), self.cut)
+                except (OSError, ValueError):  # the pipe could not be waited on or read
+                    helped = None
+        finally:
+            self.close()
+        if helped is None:
+            return [decode_stored(t) for t in self.texts[: self.cut]] + rest
+        return helped + rest
+
+    def close(self) -> None:
+        """End the helper, if any (a stop while waiting, a helper that lingers, a caller that gives up)."""
+        helper, feeder, self.helper, self.feeder = self.helper, self.feeder, None, None
+        if helper is None:
+            return
         if helper.poll() is None:
-            helper.kill()  # a stop while waiting, or a helper that lingers after its reply
+            helper.kill()
         try:
             helper.wait(5)
         except subprocess.TimeoutExpired:
             pass
         for stream in (helper.stdin, helper.stdout):
             try:
-                stream.close()
+                stream.close()  # type: ignore[union-attr]
             except OSError:
                 pass
         if feeder is not None:
             feeder.join(5)  # ended: its pipe is broken once the helper is gone
-    if helped is None:
-        return [decode_stored(t) for t in texts[:cut]] + rest
-    return helped + rest
 
 
 #: what the helper process runs: argv[1:] is this process's module search path (sys.path)
@@ -174,12 +198,14 @@ def _runnable_python() -> bool:
     return re.fullmatch(r"(python|pypy)[0-9.]*", Path(sys.executable).name.lower()) is not None
 
 
-def _feed(stream: Any, payload: bytes) -> None:
-    """Write the helper its texts (a thread of this process); a helper gone meanwhile ends it."""
-    view = memoryview(payload)
+def _feed(stream: Any, texts: list[str]) -> None:
+    """Write the helper its texts, FEED_TEXTS to a pickle (a thread of this process); a helper
+    gone meanwhile ends it."""
     try:
-        while view:
-            view = view[stream.write(view):]  # an unbuffered pipe: one system call, the GIL released
+        for start in range(0, len(texts), FEED_TEXTS):
+            view = memoryview(pickle.dumps(texts[start : start + FEED_TEXTS], protocol=pickle.HIGHEST_PROTOCOL))
+            while view:
+                view = view[stream.write(view):]  # an unbuffered pipe: one system call, the GIL released
         stream.close()
     except (OSError, ValueError):  # a broken pipe: the helper died or was ended
         pass
@@ -209,10 +235,17 @@ def _read_all(helper: subprocess.Popen, deadline: float) -> bytes:
 
 
 def _serve() -> None:
-    """The helper process: read pickled texts on stdin, write their vectors (`_pack`) on stdout."""
-    texts = pickle.load(sys.stdin.buffer)
+    """The helper process: read lists of texts pickled on stdin until it ends, decoding each list
+    as it arrives; then write every vector (`_pack`) on stdout."""
+    vectors: list[Optional[np.ndarray]] = []
+    while True:
+        try:
+            texts = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            break
+        vectors.extend(decode_stored(t) for t in texts)
     out = sys.stdout.buffer
-    out.write(_pack([decode_stored(t) for t in texts]))
+    out.write(_pack(vectors))
     out.flush()
 
 

@@ -57,7 +57,7 @@ from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
 from memctl.subjects import NoteText, compatible_groups, synthesis_problem
 from memctl.temporal import find_relative, normalise
-from memctl.vectors import PartitionVectors, VectorIndex, VectorStats
+from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, decode_ahead
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
@@ -281,6 +281,8 @@ class ConsolidatePhase:
         lazy = marks is not None and marks.mostly_settled()
         notes = load_notes(ctx, overlay, vectors=not lazy)
         ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
+        if not lazy:  # a first run's vectors: a helper decodes while this phase groups the notes
+            decode_ahead(ctx, notes)
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
