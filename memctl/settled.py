@@ -128,15 +128,20 @@ class SettledMarks:
         partitions it plans; otherwise (a first run, a store that changed a lot, --replan) one
         scan with the vectors is cheaper than two. Only speed depends on this, never a plan.
         """
+        return self.settled_share() >= 0.5
+
+    def settled_share(self) -> float:
+        """Return the share of partitions settled after this phase's last run (0 when unknown or disabled)."""
         if not self.enabled:
-            return False
+            return 0.0
         with read(self.cache.engine) as conn:
             reply = conn.execute(sa.select(m.verdict.c.Reply).where(m.verdict.c.CacheKey == self._share_key)).scalar()
         try:
             share = json.loads(reply) if reply else {}
-            return int(share["settled"]) * 2 >= int(share["partitions"]) > 0
+            settled, partitions = int(share["settled"]), int(share["partitions"])
         except (ValueError, KeyError, TypeError):
-            return False
+            return 0.0
+        return settled / partitions if partitions > 0 and settled >= 0 else 0.0
 
     def save_share(self) -> None:
         """Remember how many of the partitions this run considered are settled now (never in a dry-run)."""

@@ -34,9 +34,9 @@ CHUNK = 500
 #: ctx.services key of the decoding `decode_ahead` started: (text keys, Decoding)
 AHEAD = "vectors-ahead"
 #: the helper's share of the texts decoded ahead: it starts while the phase still groups the
-#: notes and digests them for its settled marks (3.4 to 3.7 s at 100k notes, against 6 to 7 s
-#: for this process's 40 % of the texts), so it can take more than half. At 0.6 this process
-#: waited 1.5 to 3 s for it at 100k (the helper decodes more slowly: ~200 us a text, here ~160).
+#: notes and digests them for its settled marks (3.4 to 3.7 s at 100k notes), so it can take
+#: more than half. At 0.6 this process decoded its 40 % in 6 to 7 s, then waited 1.5 to 3 s for
+#: the helper (which decodes more slowly: ~200 us a text, here ~160).
 AHEAD_SHARE = 0.55
 
 
@@ -274,9 +274,11 @@ class VectorIndex:
 def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
     """Start decoding the stored vectors of `notes` (those of the trusted model) with a helper
     process, while the caller goes on; the run's VectorIndex collects them when it first needs
-    vectors. Only for a batch large enough for a helper (`Decoding`); `close_ahead` ends one
-    that is never collected. For a first run over every note: the two LLM phases need nearly
-    every vector (pairs in each partition, and each user note against the broader notes).
+    vectors, and this process decodes its share of all of them then. Only when a helper runs
+    (a batch large enough, a second CPU: `Decoding`), and for a run that plans nearly every
+    partition (consolidate's AHEAD_BELOW): the two LLM phases then need nearly every vector
+    (pairs in each partition, each user note against the broader notes). `close_ahead` ends
+    one that is never collected.
     """
     trusted = (ctx.settings.stored_model_id or "").lower()
     if not trusted or AHEAD in ctx.services:
@@ -286,8 +288,11 @@ def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
         text = note.embedding_vector
         if text is not None and (note.embedding_model_id or "").lower() == trusted:
             todo.setdefault(_text_key(note.id, text), text)
-    if len(todo) >= stored_texts.PARALLEL_DECODE_MIN:  # read now: tests lower it
-        ctx.services[AHEAD] = (list(todo), Decoding(list(todo.values()), AHEAD_SHARE))
+    if len(todo) < stored_texts.PARALLEL_DECODE_MIN:  # read now: tests lower it
+        return
+    decoding = Decoding(list(todo.values()), AHEAD_SHARE)
+    if decoding.helper is not None:  # else nothing runs ahead: each phase decodes what it needs, when it does
+        ctx.services[AHEAD] = (list(todo), decoding)
 
 
 def close_ahead(ctx: PhaseContext) -> None:

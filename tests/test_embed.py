@@ -534,3 +534,14 @@ def test_a_run_that_never_collects_the_vectors_decoded_ahead_ends_the_helper(mon
     assert helper.poll() is not None and AHEAD not in ctx.services
     assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
     ctx.engine.dispose()
+
+
+def test_nothing_is_decoded_ahead_without_a_helper(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
+    """On one CPU (or when no helper can start) each phase decodes only what it needs, when it does."""
+    from memctl.vectors import AHEAD, decode_ahead
+
+    monkeypatch.setattr(stored, "_cpus", lambda: 1)
+    ctx, notes = ahead_context(tmp_path)
+    decode_ahead(ctx, notes)
+    assert AHEAD not in ctx.services
+    ctx.engine.dispose()

@@ -177,3 +177,52 @@ def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: 
     assert store.status(moved) == "Active"
     assert store.note_row(moved)["Comments"] in (None, "")
     assert store.status(stays) == "Archived"
+
+
+def test_a_row_the_second_read_finds_changed_is_left_and_counted_on_every_backend(db: Db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the isolation level: an orphan whose second-read row names other references is
+    not planned (its new agent was never looked up: it would read as gone) and is counted."""
+    from memctl.phases import prune as prune_module
+
+    store = Store(db.engine)
+    legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
+    moved = store.note("Moved to the live agent", AgentID=legacy)
+    stays = store.note("Still on the disabled agent", AgentID=legacy)
+    original = prune_module._active_by_id
+
+    def seen_changed(conn, ids, where):  # type: ignore[no-untyped-def]
+        rows = original(conn, ids, where)
+        return [{**r, "AgentID": live} if str(r["ID"]).lower() == moved.lower() else r for r in rows]
+
+    monkeypatch.setattr(prune_module, "_active_by_id", seen_changed)
+    report = prune(db)
+    assert report.exit_code == 0, report.message
+    assert store.status(moved) == "Active" and store.status(stays) == "Archived"
+    out = report.phases[0].output
+    assert (out["orphansFound"], out["changedWhilePlanning"], report.phases[0].applied) == (1, 1, 1)
+
+
+def test_sqlite_twin_rows_of_one_note_on_two_disabled_agents_are_still_pruned(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Rows whose IDs differ only in spelling (another application's copy, ID upper-cased) are
+    one record: both are orphans here, each with its own references, and the record is archived
+    (the copy is then skipped: its guard no longer holds), as when prune read whole rows once."""
+    import uuid
+
+    from conftest import make_db
+
+    db = make_db("sqlite", tmp_path)
+    store = Store(db.engine)
+    first, second = store.agent("Legacy 1", status="Disabled"), store.agent("Legacy 2", status="Disabled")
+    note = store.note("Kept by two retired agents", AgentID=first)
+    with db.engine.begin() as conn:
+        row = dict(conn.exec_driver_sql('SELECT * FROM "AIAgentNote" WHERE "ID" = ?', (uuid.UUID(note).hex,)).mappings().one())
+        row["ID"], row["AgentID"] = row["ID"].upper(), uuid.UUID(second).hex
+        conn.exec_driver_sql(f'INSERT INTO "AIAgentNote" ({", ".join(chr(34) + k + chr(34) for k in row)}) VALUES ({", ".join("?" for _ in row)})', tuple(row.values()))
+    report = prune(db)
+    assert report.exit_code == 0, report.message
+    out = report.phases[0].output
+    assert out["orphansFound"] == 2 and out["changedWhilePlanning"] == 0
+    with db.engine.connect() as conn:
+        status = dict(conn.exec_driver_sql('SELECT "ID", "Status" FROM "AIAgentNote" WHERE lower("ID") = ?', (uuid.UUID(note).hex,)).all())
+    assert status == {uuid.UUID(note).hex: "Archived", uuid.UUID(note).hex.upper(): "Active"}
+    db.engine.dispose()

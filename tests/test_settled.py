@@ -334,3 +334,31 @@ def test_a_notes_kept_state_follows_its_fields_and_ignores_its_vector_text() -> 
     assert notes_digest([note]) != notes_digest([edited])
     assert dataclasses.asdict(note).keys() == {f.name for f in dataclasses.fields(NoteRecord)}
     assert note == dataclasses.replace(note, embedding_vector=None)
+
+
+def test_vectors_are_decoded_ahead_only_when_nearly_every_partition_is_to_be_planned(db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run decodes stored vectors ahead with a helper (issue 16); a run the marks say is
+    mostly settled reads and decodes only the vectors of the partitions it plans."""
+    from memctl.embed import stored
+    from memctl.phases import consolidate as consolidate_module
+
+    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
+    monkeypatch.setattr(stored, "_cpus", lambda: 2)
+    calls: list[int] = []
+    real = consolidate_module.decode_ahead
+    monkeypatch.setattr(consolidate_module, "decode_ahead", lambda ctx, notes: calls.append(len(notes)) or real(ctx, notes))
+    model = "11111111-2222-4333-8444-555555555555"
+    store = Store(db.engine)
+    agent = store.agent()
+    for user in (store.user("Alice"), store.user("Bob")):
+        for i, v in enumerate([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]):
+            store.note(f"likes tea, take {i}", AgentID=agent, UserID=user, age_days=10 - i, EmbeddingModelID=model, EmbeddingVector=json.dumps(v))
+    settings = {"embed_provider": "stored", "embed_model": model}
+    first = consolidate(db, **settings)
+    assert first.exit_code == 0 and first.phases[0].input["partitionsSettled"] == 0
+    assert calls == [6]
+    second = consolidate(db, **settings)
+    assert second.exit_code == 0 and second.phases[0].input["partitionsSettled"] == 2
+    assert calls == [6]  # not again: nothing to plan
+    third = consolidate(db, replan=True, **settings)
+    assert third.exit_code == 0 and calls == [6, 6]

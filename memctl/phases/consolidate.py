@@ -57,11 +57,15 @@ from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
 from memctl.subjects import NoteText, compatible_groups, synthesis_problem
 from memctl.temporal import find_relative, normalise
-from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, decode_ahead
+from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, close_ahead, decode_ahead
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
 CHILD_STEP = "Process Consolidation Cluster"
+#: stored vectors are decoded ahead (`decode_ahead`) only when at most this share of partitions
+#: was left settled by the last run (a first run, --replan, a store changed nearly everywhere):
+#: then nearly every vector is needed, by this phase or the next
+AHEAD_BELOW = 0.1
 TABLE = "AIAgentNote"
 
 #: namespace of the IDs of consolidated notes (uuid5 of sources, content and run time)
@@ -263,6 +267,7 @@ class ConsolidatePhase:
                 plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
+            close_ahead(ctx)  # the next phase reads the notes again
             raise
         snapshot = ctx.services.get(SNAPSHOT)
         if plan.units and (ctx.dry_run or snapshot is None):  # the contradictions phase reads the store again
@@ -278,10 +283,11 @@ class ConsolidatePhase:
         settings = ctx.settings
         # When most partitions were settled after the last run, read vectors only for the ones
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
-        lazy = marks is not None and marks.mostly_settled()
+        settled = marks.settled_share() if marks is not None else 0.0
+        lazy = settled >= 0.5  # marks.mostly_settled()
         notes = load_notes(ctx, overlay, vectors=not lazy)
         ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
-        if not lazy:  # a first run's vectors: a helper decodes while this phase groups the notes
+        if settled < AHEAD_BELOW:  # nearly every partition to plan: a helper decodes while this phase groups the notes
             decode_ahead(ctx, notes)
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)

@@ -76,12 +76,14 @@ def _references(row: Mapping[str, Any]) -> tuple[Optional[str], ...]:
     return tuple(_key(row[c]) for c in REFERENCE_COLUMNS)
 
 
-def _orphan_references(conn: sa.Connection, where: list[Any], ctx: PhaseContext, overlay: Overlay, added: list[Mapping[str, Any]]) -> tuple[int, dict[str, tuple[Optional[str], ...]], References]:
-    """The first read: every candidate's ID and references, and nothing else.
+def _orphan_references(
+    conn: sa.Connection, where: list[Any], ctx: PhaseContext, overlay: Overlay, added: list[Mapping[str, Any]]
+) -> tuple[int, dict[str, set[tuple[Optional[str], ...]]], References]:
+    """The first read: every candidate's ID and references (and with --shard its partition), no more.
 
-    Return how many candidates were checked, the references (lower-case IDs) of those with one
-    gone, by note ID, and the referenced entities looked up. Most notes are not orphans: their
-    comments, dates and guards, and a row object per note, would be most of a full scan.
+    Return how many candidates were checked, the references (lower-case IDs) of each row with
+    one gone, by note ID, and the referenced entities looked up. Most notes are not orphans:
+    their comments, dates and guards, and a row object per note, would be most of a full scan.
     """
     t = m.note
     sqlite = conn.dialect.name == "sqlite"
@@ -110,10 +112,11 @@ def _orphan_references(conn: sa.Connection, where: list[Any], ctx: PhaseContext,
         conversations=lookup_ids(conn, m.conversation, per_column[3]),  # type: ignore[arg-type]
     )
     bad = [{v for v in values if refs.gone(c, spell(v)) is not None} for c, values in zip(REFERENCE_COLUMNS, raw)]
-    orphans: dict[str, tuple[Optional[str], ...]] = {}
+    # by note ID, since rows whose IDs differ only in spelling on SQLite (twins) may both be orphans
+    orphans: dict[str, set[tuple[Optional[str], ...]]] = {}
     for r in rows:
         if any(v in gone for v, gone in zip(r[1:], bad)):
-            orphans[spell(r[0])] = tuple(spell(v) for v in r[1 : 1 + len(REFERENCE_COLUMNS)])  # type: ignore[index]
+            orphans.setdefault(spell(r[0]), set()).add(tuple(spell(v) for v in r[1 : 1 + len(REFERENCE_COLUMNS)]))  # type: ignore[arg-type]
     return len(rows), orphans, refs
 
 
@@ -150,8 +153,10 @@ class PrunePhase:
             rows: list[Mapping[str, Any]] = [
                 r for r in _active_by_id(conn, list(gone), rest)
                 # a row whose references changed since the first read was not looked up: next run
-                if gone.get(str(r["ID"]).lower()) == _references(r) and in_shard(r, ctx.scope)
+                if _references(r) in gone.get(str(r["ID"]).lower(), ()) and in_shard(r, ctx.scope)
             ]
+            # orphans of the first read the second did not find as they were (changed meanwhile)
+            changed = sum(len(found) for found in gone.values()) - len({(str(r["ID"]).lower(), _references(r)) for r in rows})
             rows.extend(added)
             rows.sort(key=lambda r: (r["__mj_CreatedAt"], str(r["ID"])))
             refusal = archive_refusal(conn, "AIAgentNote", ctx.settings.db_schema)
@@ -192,6 +197,7 @@ class PrunePhase:
             output={
                 **output,
                 "orphansFound": orphan_total,
+                "changedWhilePlanning": changed,
                 "notesToArchive": len(orphans) - protected,
                 "protectedAnnotated": protected,
                 "orphanedAgents": by_entity["agent"],
