@@ -823,3 +823,37 @@ def test_a_note_created_in_a_stored_vector_partition_keeps_the_partition_on_the_
     assert again.phases[0].input["embedder"] == model_id  # not the hashing fallback
     assert again.phases[0].output.get("llmCalls", 0) == 0
     assert store.status(other) == "Active" and all(store.status(s) == "Revoked" for s in sources)
+
+
+def test_apply_locks_rows_without_their_vector_text_and_leaves_it_as_it_was(db: Db) -> None:
+    """The locking read of apply leaves out EmbeddingVector (issue 16: most of a note's bytes,
+    TOASTed on PostgreSQL); nothing it guards, logs or writes needs it, and the revoked
+    sources keep their vectors."""
+    from memctl.plan import GUARD_COLUMNS
+    from memctl.store.changes import CHANGE_COLUMNS, LOCK_SKIPPED, RAW_ID, REVIEW_CHANGE_COLUMNS
+
+    assert not set(LOCK_SKIPPED) & {*CHANGE_COLUMNS, *REVIEW_CHANGE_COLUMNS, "Comments", *(c for cs in GUARD_COLUMNS.values() for c in cs)}
+    model_id = "11111111-2222-4333-8444-555555555555"
+    store = Store(db.engine)
+    agent, user = store.agent(), store.user()
+    vectors = [[1.0, 0.05, 0.0, 0.0], [1.0, 0.0, 0.05, 0.0], [1.0, 0.0, 0.0, 0.05]]
+    sources = [
+        store.note(text, AgentID=agent, UserID=user, age_days=10 - i, EmbeddingModelID=model_id, EmbeddingVector=json.dumps(v))
+        for i, (text, v) in enumerate(zip(["Likes tea.", "Likes tea with milk.", "Likes tea in the morning."], vectors))
+    ]
+    seen: list[str] = []
+
+    def statement(conn: Any, cursor: Any, text: str, *rest: Any) -> None:
+        seen.append(text)
+
+    sa.event.listen(db.engine, "before_cursor_execute", statement)
+    try:
+        report = consolidate(db, embed_provider="stored", embed_model=model_id)
+    finally:
+        sa.event.remove(db.engine, "before_cursor_execute", statement)
+    assert report.phases[0].applied == 4
+    locks = [s for s in seen if ("FOR UPDATE" in s or RAW_ID in s) and 'FROM "AIAgentNote"' in s.replace(f"{db.settings.db_schema}.", "")]
+    assert locks and all('"Status"' in s and "EmbeddingVector" not in s for s in locks)
+    for note_id, v in zip(sources, vectors):
+        row = store.note_row(note_id)
+        assert row["Status"] == "Revoked" and json.loads(row["EmbeddingVector"]) == v

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Collection, Iterable, Mapping, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -217,7 +217,7 @@ def plain_ids(conn: Connection, table: sa.Table) -> bool:
 
 
 def rows_by_id(
-    conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False, plain: bool = False
+    conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False, plain: bool = False, skip: Collection[str] = ()
 ) -> dict[str, Mapping[str, Any]]:
     """Return the rows of `table` whose ID is in `ids`, by lowercase ID.
 
@@ -226,13 +226,15 @@ def rows_by_id(
     is looked up and the stored text is kept (RAW_ID) so the row is written back by it; of rows
     whose IDs differ only in spelling, the one in SQLAlchemy's spelling is the record. With
     `plain` (`plain_ids` found no other spelling in the table), that spelling alone is looked up.
+    The columns named in `skip` are not read.
     """
     rows: dict[str, Mapping[str, Any]] = {}
     sqlite = conn.dialect.name == "sqlite"
     raw = sa.type_coerce(table.c.ID, sa.String)
+    read_columns = [c for c in table.c if c.name not in skip]
     for start in range(0, len(ids), CHUNK):
         chunk = list(ids[start : start + CHUNK])
-        columns = (table, raw.label(RAW_ID)) if sqlite else (table,)
+        columns = (*read_columns, raw.label(RAW_ID)) if sqlite else tuple(read_columns)
         query = sa.select(*columns).where(id_in(table, chunk, sqlite, plain))
         if lock:
             query = query.with_for_update()
@@ -243,13 +245,19 @@ def rows_by_id(
     return rows
 
 
+#: columns apply never reads from a locked row (no guard, change log, rule or write uses them):
+#: a note's vector text is most of its bytes (TOASTed on PostgreSQL: 4.2 ms against 1.8 ms to
+#: lock five notes of a 100k store with it and without it)
+LOCK_SKIPPED = ("EmbeddingVector",)
+
+
 def _lock_rows(conn: Connection, ctx: ApplyContext, table: sa.Table, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
     plain = False
     if conn.dialect.name == "sqlite":
         if table.name not in ctx.plain_ids:
             ctx.plain_ids[table.name] = plain_ids(conn, table)
         plain = ctx.plain_ids[table.name]
-    return rows_by_id(conn, table, ids, lock=True, plain=plain)
+    return rows_by_id(conn, table, ids, lock=True, plain=plain, skip=LOCK_SKIPPED)
 
 
 def _stored_id(row: Mapping[str, Any]) -> Any:
