@@ -12,6 +12,7 @@ from sqlalchemy import event
 from conftest import Db
 from factory import NOW, Store, at
 from memctl import api
+from memctl.phases import prune as prune_module
 from memctl.store import models as m
 
 
@@ -151,6 +152,13 @@ def test_the_step_is_recorded_with_its_counts(db: Db) -> None:
     assert output["applied"] == 1 and output["orphanedAgents"] == 1 and json.loads(steps[0]["InputData"])["notesChecked"] == 1
 
 
+def two_orphans(db: Db) -> tuple[Store, str, str, str]:
+    """Two notes of a Disabled agent, one of which is about to move to a live agent: (store, live agent, moved, stays)."""
+    store = Store(db.engine)
+    legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
+    return store, live, store.note("Moved to the live agent", AgentID=legacy), store.note("Still on the disabled agent", AgentID=legacy)
+
+
 def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: Db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Planning reads every candidate's references, then the orphans' whole rows (issue 16).
 
@@ -158,12 +166,7 @@ def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: 
     second read sees the new agent, which was never looked up, and drops the row; SQLite's
     transaction still sees the old row, and apply's guard (AgentID) refuses it.
     """
-    from memctl.phases import prune as prune_module
-
-    store = Store(db.engine)
-    legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
-    moved = store.note("Moved to the live agent", AgentID=legacy)
-    stays = store.note("Still on the disabled agent", AgentID=legacy)
+    store, live, moved, stays = two_orphans(db)
     original = prune_module._active_by_id
 
     def between(conn, ids, where):  # type: ignore[no-untyped-def]
@@ -182,12 +185,7 @@ def test_a_note_moved_to_a_live_agent_between_the_two_reads_is_not_archived(db: 
 def test_a_row_the_second_read_finds_changed_is_left_and_counted_on_every_backend(db: Db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Whatever the isolation level: an orphan whose second-read row names other references is
     not planned (its new agent was never looked up: it would read as gone) and is counted."""
-    from memctl.phases import prune as prune_module
-
-    store = Store(db.engine)
-    legacy, live = store.agent("Legacy", status="Disabled"), store.agent("Live")
-    moved = store.note("Moved to the live agent", AgentID=legacy)
-    stays = store.note("Still on the disabled agent", AgentID=legacy)
+    store, live, moved, stays = two_orphans(db)
     original = prune_module._active_by_id
 
     def seen_changed(conn, ids, where):  # type: ignore[no-untyped-def]
