@@ -100,6 +100,10 @@ def notes_digest(notes: Iterable[NoteRecord], extra: Optional[Callable[[NoteReco
     return hashlib.sha256("\n".join(states).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: the settled share from which a phase predicts a mostly settled run (`SettledMarks.mostly_settled`)
+MOSTLY_SETTLED = 0.5
+
+
 class SettledMarks:
     """Look up and record settled marks for one phase in one run."""
 
@@ -128,7 +132,7 @@ class SettledMarks:
         partitions it plans; otherwise (a first run, a store that changed a lot, --replan) one
         scan with the vectors is cheaper than two. Only speed depends on this, never a plan.
         """
-        return self.settled_share() >= 0.5
+        return self.settled_share() >= MOSTLY_SETTLED
 
     def settled_share(self) -> float:
         """Return the share of partitions settled after this phase's last run (0 when unknown or disabled)."""

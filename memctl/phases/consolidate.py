@@ -51,7 +51,7 @@ from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable
 from memctl.phases.safety import merge_loses
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
 from memctl.records import NoteRecord, PartitionKey
-from memctl.settled import SettledMarks, marks_for, notes_digest
+from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
@@ -284,7 +284,7 @@ class ConsolidatePhase:
         # When most partitions were settled after the last run, read vectors only for the ones
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
         settled = marks.settled_share() if marks is not None else 0.0
-        lazy = settled >= 0.5  # marks.mostly_settled()
+        lazy = settled >= MOSTLY_SETTLED  # marks.mostly_settled(), without reading the share twice
         notes = load_notes(ctx, overlay, vectors=not lazy)
         ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
         if settled < AHEAD_BELOW:  # nearly every partition to plan: a helper decodes while this phase groups the notes
