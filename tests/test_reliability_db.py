@@ -12,6 +12,8 @@
   And an application thread editing notes as fast as it can while a real dream process runs:
   not one of its edits is lost.
 - A pooled connection the server dropped while idle is replaced without the run noticing.
+- A SQLite store's WAL is checkpointed every 10,000 pages while memctl writes; another program
+  sees each commit meanwhile, and the .db file alone holds everything once memctl closes it.
 """
 
 from __future__ import annotations
@@ -359,3 +361,42 @@ def test_an_application_writing_while_a_dream_runs_loses_no_update(db: Db, tmp_p
     skipped = sum(len(p["skipped"]) for p in report["phases"])
     print(f"\n{db.backend}: {len(edits)} application edits during the dream, none lost; {skipped} planned changes skipped as stale")
     assert verify(db.engine) == []
+
+
+def test_a_sqlite_store_checkpoints_every_10000_wal_pages_and_is_whole_in_its_file_after_close(tmp_path: Path) -> None:
+    """memctl's commits leave the WAL to grow to 10,000 pages before a checkpoint (SQLite's default
+    is 1,000: a dream's thousands of small units spent their commits checkpointing); another
+    program sees every commit meanwhile, and once memctl closes the store the .db file alone holds it all."""
+    import sqlite3
+
+    from conftest import make_db
+    from memctl.store import engine as store_engine
+
+    db = make_db("sqlite", tmp_path)
+    path = Path(db.engine.url.database)  # type: ignore[arg-type]
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == store_engine.SQLITE_WAL_CHECKPOINT_PAGES == 10_000
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    with store_engine.write(db.engine) as conn:
+        conn.exec_driver_sql("CREATE TABLE filler (n INTEGER, pad BLOB)")
+    for n in range(1_500):  # one small transaction each, as apply commits units: ~2 pages each
+        with store_engine.write(db.engine) as conn:
+            conn.exec_driver_sql("INSERT INTO filler VALUES (?, randomblob(3000))", (n,))
+    other = sqlite3.connect(path)
+    try:
+        assert other.execute("SELECT count(*) FROM filler").fetchone()[0] == 1_500
+        frames = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+        assert frames >= 1_500, frames  # no checkpoint at 1,000 pages reset the WAL
+    finally:
+        other.close()
+    db.engine.dispose()
+    wal = path.with_name(path.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # the last connection checkpointed it all
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(path.read_bytes())
+    alone = sqlite3.connect(copy)
+    try:
+        assert alone.execute("SELECT count(*) FROM filler").fetchone()[0] == 1_500
+    finally:
+        alone.close()
