@@ -72,7 +72,9 @@ def copy_schema(url: str, base: str, target: str, fresh_store: Any) -> None:
             conn.exec_driver_sql(sequence_of)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         for name in tables:
-            conn.exec_driver_sql(f'ANALYZE "{target}"."{name}"')
+            # VACUUM too: a long-lived store's rows have their hint bits and visibility map set; a
+            # fresh copy's are set by the dream's own reads, and autovacuum wakes during the run
+            conn.exec_driver_sql(f'VACUUM (ANALYZE) "{target}"."{name}"')
     engine.dispose()
 
 
