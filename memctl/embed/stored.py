@@ -92,9 +92,11 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
 
 
 def _loads(text: str) -> Any:
-    """json.loads(text), by orjson where it reads the text (a strict parser: what it refuses,
-    such as NaN, Infinity, integers beyond 64 bits or lone surrogates, is left to json itself)."""
-    if _orjson is not None:
+    """json.loads(text), by orjson where it reads the text. What orjson refuses (NaN, Infinity, a
+    number beyond any double, lone surrogates, nesting past 1,024) is left to json itself. An
+    integer beyond 64 bits orjson reads as the nearest double where json reads an int: both end
+    as the same float32, which tests/test_embed.py checks against json on such texts."""
+    if _orjson is not None and type(text) is str:  # the column's type; anything else as json reads it
         try:
             return _orjson.loads(text)
         except _orjson.JSONDecodeError:
