@@ -106,7 +106,8 @@ def _loads(text: str) -> Any:
 
 #: decode at least this many texts before a helper process is worth its start (measured, 384 floats
 #: each, with orjson: 10,000 texts 0.43-0.54 s alone / 0.48-0.68 s with it, 20,000 0.84-0.94 /
-#: 0.78-0.87 s, 40,000 1.66-1.93 / 1.27-1.41 s; with json alone: 5,000 0.70 / 0.68 s, 10,000 1.52 / 1.03 s)
+#: 0.78-0.87 s, 40,000 1.66-1.93 / 1.27-1.41 s; with json alone: 5,000 0.70 / 0.68 s, 10,000
+#: 1.52 / 1.03 s)
 PARALLEL_DECODE_MIN = 20_000 if _orjson is not None else 8_000
 #: the helper's share of the texts (less than half: it starts later)
 HELPER_SHARE = 0.45
@@ -130,9 +131,10 @@ class Decoding:
     (`share` of the texts) at once, and `result()` decodes the rest here, then collects the
     helper's part. A caller that starts the decoding well before it needs the vectors gives the
     helper a head start, and so may give it a larger share (`memctl.vectors.decode_ahead`). The
-    helper runs the same function, so the result is the same array for every text. A helper that cannot start, dies, hangs or answers
-    anything but its part's vectors leaves its part to this process; a stop (a signal, the run's
-    deadline) while waiting for it ends it at once, and so does `close()`.
+    helper runs the same function, so the result is the same array for every text. A helper
+    that cannot start, dies, hangs or answers anything but its part's vectors leaves its part to
+    this process; a stop (a signal, the run's deadline) while waiting for it ends it at once,
+    and so does `close()`.
 
     The helper is this Python running only `_serve`, with this process's module search path
     (not multiprocessing's spawn, which runs the calling program's main module again in the
