@@ -15,7 +15,7 @@ rather than element by element.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Container, Iterable, Optional, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -35,8 +35,9 @@ CHUNK = 500
 AHEAD = "vectors-ahead"
 #: the helper's share of the texts decoded ahead: it starts while the phase still groups the
 #: notes and digests them for its settled marks (3.4 to 3.7 s at 100k notes), so it can take
-#: more than half. At 0.6 this process decoded its 40 % in 6 to 7 s, then waited 1.5 to 3 s for
-#: the helper (which decodes more slowly: ~200 us a text, here ~160).
+#: more than half. Measured with json (before orjson): at 0.6 this process decoded its 40 % in 6
+#: to 7 s, then waited 1.5 to 3 s for the helper (~200 us a text there, ~160 here). With orjson
+#: this process's part and the wait took 2.7 s in one 100k dream.
 AHEAD_SHARE = 0.55
 
 
@@ -167,15 +168,7 @@ class VectorIndex:
             keys, decoding = ahead
             for key, vector in zip(keys, decoding.result(), strict=True):
                 self._decoded.setdefault(key, vector)
-        todo: dict[tuple[str, int, int], str] = {}
-        for notes in groups.values():
-            for note in notes:
-                if self._has_trusted_vector(note):
-                    text = note.embedding_vector
-                    assert text is not None
-                    key = _text_key(note.id, text)
-                    if key not in self._decoded:
-                        todo[key] = text
+        todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted, known=self._decoded)
         if todo:
             self._decoded.update(zip(todo, decode_many(list(todo.values()))))
 
@@ -280,14 +273,9 @@ def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
     (pairs in each partition, each user note against the broader notes). `close_ahead` ends
     one that is never collected.
     """
-    trusted = (ctx.settings.stored_model_id or "").lower()
-    if not trusted or AHEAD in ctx.services:
+    if AHEAD in ctx.services:
         return
-    todo: dict[tuple[str, int, int], str] = {}
-    for note in notes:
-        text = note.embedding_vector
-        if text is not None and (note.embedding_model_id or "").lower() == trusted:
-            todo.setdefault(_text_key(note.id, text), text)
+    todo = trusted_texts(notes, ctx.settings.stored_model_id)
     if len(todo) < stored_texts.PARALLEL_DECODE_MIN:  # read now: tests lower it
         return
     decoding = Decoding(list(todo.values()), AHEAD_SHARE)
@@ -300,6 +288,22 @@ def close_ahead(ctx: PhaseContext) -> None:
     ahead = ctx.services.pop(AHEAD, None)
     if ahead is not None:
         ahead[1].close()
+
+
+def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str], known: Container[tuple[str, int, int]] = ()) -> dict[tuple[str, int, int], str]:
+    """Return the stored vector texts of `notes` made by the `trusted` model (none without one),
+    by text key (`_text_key`), leaving out the keys in `known`."""
+    model = (trusted or "").lower()
+    texts: dict[tuple[str, int, int], str] = {}
+    if not model:
+        return texts
+    for note in notes:
+        text = note.embedding_vector
+        if text is not None and (note.embedding_model_id or "").lower() == model:
+            key = _text_key(note.id, text)
+            if key not in known:
+                texts.setdefault(key, text)
+    return texts
 
 
 def _text_key(note_id: str, text: str) -> tuple[str, int, int]:

@@ -201,9 +201,7 @@ def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_g
     assert len(got) == len(texts)
     for text, vector in zip(texts, got, strict=True):
         expected = decode_stored(text)
-        assert (vector is None) == (expected is None), text
-        if expected is not None:
-            assert vector is not None and vector.dtype == np.float32 and np.array_equal(vector, expected), text
+        assert _same_vector(vector, expected), text
 
 
 def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
@@ -520,7 +518,7 @@ def test_the_helper_decodes_texts_fed_in_several_pickles(monkeypatch: pytest.Mon
     assert here == texts[int(len(texts) * stored.HELPER_SHARE) :]
     for text, vector in zip(texts, got, strict=True):
         expected = real(text)
-        assert (vector is None) == (expected is None) and (expected is None or np.array_equal(vector, expected)), text
+        assert _same_vector(vector, expected), text
 
 
 def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:

@@ -65,10 +65,11 @@ def _configure_sqlite(engine: Engine) -> None:
             # units, data and change-log rows together, and the next run redoes them.
             cursor.execute("PRAGMA synchronous = NORMAL")
             # A checkpoint (the WAL copied back and synced) once the WAL holds 10,000 pages
-            # (~40 MB of 4 KiB pages) instead of 1,000: a dream commits thousands of small units, and at 1,000
-            # their commits spent most of their time checkpointing the same hot pages again
-            # (1,500 units of six note updates on the 100k store: commits 0.73 s -> 0.31 s). The
-            # setting is this connection's: another program's commits still checkpoint at its own.
+            # (~40 MB of 4 KiB pages) instead of 1,000: a dream commits thousands of small units,
+            # and at 1,000 their commits spent most of their time checkpointing the same hot
+            # pages again (1,500 units of six note updates on the 100k store: commits 0.73 s ->
+            # 0.31 s). The setting is this connection's: another program's commits still
+            # checkpoint at its own.
             # A power cut may now roll back up to ~40 MB of memctl's last units (each whole, with
             # its change-log rows), which the next run redoes.
             cursor.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_CHECKPOINT_PAGES}")
