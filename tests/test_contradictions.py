@@ -523,7 +523,7 @@ def test_us5_2_the_step_records_pairs_analysed_and_contradictions_resolved(db: D
     assert step["StepType"] == "Decision" and step["Status"] == "Completed"
     given, output = json.loads(step["InputData"]), json.loads(step["OutputData"])
     assert given["candidatePairs"] >= 2 and given["pairsToAnalyse"] == given["candidatePairs"]
-    assert given["embedder"] == "memctl-hashing-v1" and given["threshold"] == 0.34
+    assert given["embedder"] == "memctl-hashing-v2" and given["threshold"] == 0.34
     assert output["pairsAnalysed"] == given["pairsToAnalyse"]
     assert output["contradictionsFound"] == 2 and output["contradictionsResolved"] == 1 and output["contradictionsFlagged"] == 1
     for key in ("cached", "llmCalls", "tokens", "lowConfidence", "failedReplies", "pairsLeftForNextRun"):

@@ -213,7 +213,7 @@ def test_offline_eval_measures_the_offline_provider_on_a_scratch_store(tmp_path:
                           "touched": c["facts"]["touched"], "lost": []}
     assert c["relativeDates"]["consolidated"] > 0 and c["relativeDates"]["inNewNotes"] == 0
     assert c["llmCalls"] == c["tokens"] == c["cacheHits"] == 0
-    assert c["embedder"] == "memctl-hashing-v1" and c["threshold"] == 0.55
+    assert c["embedder"] == "memctl-hashing-v2" and c["threshold"] == 0.55
 
     d = data["contradictions"]
     assert d["pairs"] == 10 and d["positives"] == 2 and d["negatives"] == 8
@@ -221,7 +221,7 @@ def test_offline_eval_measures_the_offline_provider_on_a_scratch_store(tmp_path:
     assert m["tp"] + m["fn"] == 2 and m["fp"] + m["tn"] == 8
     assert d["llmCalls"] == d["tokens"] == 0
     assert set(d["byLabel"]) == {"sick:CONTRADICTION", "sick:NEUTRAL", "sick:ENTAILMENT", "persona:DISTINCT_FACTS", "persona:PARAPHRASE"}
-    assert d["pairing"]["embedder"] == "memctl-hashing-v1" and d["pairing"]["threshold"] == 0.34
+    assert d["pairing"]["embedder"] == "memctl-hashing-v2" and d["pairing"]["threshold"] == 0.34
     assert loopback_only == []
 
 
@@ -276,7 +276,8 @@ def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only
     found = c["clusters"]["found"]
     # clusters share a request only within their partition (one persona here)
     assert c["llmCalls"] == asked["consolidate"] and found > 0
-    assert c["llmCalls"] == found if per_call == 1 else math.ceil(found / per_call) <= c["llmCalls"] < found
+    # (with a model, only hard evidence splits a cluster: a persona's notes are one cluster, one request each)
+    assert c["llmCalls"] == found if per_call == 1 else math.ceil(found / per_call) <= c["llmCalls"] <= found
     assert c["tokens"] == 16 * found and c["promptTokens"] == 11 * found  # the stub's usage: 11 + 5 per question
     assert c["clusters"]["consolidated"] == c["notesCreated"] == found
     assert c["activeNotesAfter"] == c["activeNotesBefore"] - c["notesRevoked"] + c["notesCreated"]

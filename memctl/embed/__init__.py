@@ -20,7 +20,7 @@ PROVIDERS = ("hashing", "openai", "sentence-transformers")
 SEMANTIC_DEFAULT: tuple[float, float] = (0.60, 0.70)
 
 #: (consolidate, contradiction) cosine thresholds per embedder name.
-#: memctl-hashing-v1 is lexical: it cannot see a rephrasing that shares no words (PersonaChat
+#: memctl-hashing-v2 is lexical: it cannot see a rephrasing that shares no words (PersonaChat
 #: rephrase recall is ~0 at any threshold above 0.3), so its consolidate threshold only trades
 #: lexical near-duplicates against false merges. 0.55 is the highest value that keeps 90% of
 #: SICK_train near-duplicates (test: 89.9%) while admitting 0.1% of PersonaChat hard negatives
@@ -63,7 +63,7 @@ def thresholds_for(embedder_name: str) -> tuple[float, float]:
     """Return the (consolidate, contradiction) cosine thresholds for an embedder name."""
     if embedder_name in DEFAULT_THRESHOLDS:
         return DEFAULT_THRESHOLDS[embedder_name]
-    # Other dimensions of the hashing embedder ("memctl-hashing-v1:512") share its thresholds.
+    # Other dimensions of the hashing embedder ("memctl-hashing-v2:512") share its thresholds.
     if embedder_name.startswith(HASHING_NAME + ":"):
         return DEFAULT_THRESHOLDS[HASHING_NAME]
     # "sentence-transformers/all-MiniLM-L6-v2" or a local path ending in the model's name

@@ -1,70 +1,47 @@
-"""The offline judge's contradiction rules: negation and competing values, no model.
+"""English rules the generic ones do not cover: a quantifier negation, and attribute patterns.
 
-Contradiction rules (applied to every pair of sentences of the two notes)
-  1. negation: one side has no negation, the other has at most one per clause, and the two
-     word sequences are identical once negations are taken out ("user likes email updates" /
-     "user does not like email updates", "there is no man playing guitar" / "a man is playing
-     guitar", "is not X and is not Y" / "is X and Y"). A quantifier negation ("there is no",
-     "no <noun>", "nobody") also denies a more specific positive: "user has no pets" / "user has
-     two pets", "nobody is riding" / "two people are riding" ("nobody" denies any word for a
-     person). The positive may add modifiers, but
-     no tense, modal or hedge word ("there was once ...") and no preposition inside the denied
-     phrase ("no man cutting a box" / "a man cutting the tape on the box"). A "not" negation
-     never narrows: "does not like email updates" / "likes weekly email updates" is no
-     contradiction. Epistemic hedges (maybe, probably, might) switch the rule off. Confidence 0.9.
-  2. competing value, a single-valued attribute with two different values for the same subject;
-     neither sentence may be negated or hedged (maybe, sometimes, also, if, ...):
-     a. exclusive values: the sequences differ in exactly one word, and the two words are
-        different members of one mutually exclusive set (metric/imperial, celsius/fahrenheit,
-        dark/light, formal/casual, enabled/disabled, empty/full, ...; time-of-day, frequency and
-        answer-length sets only next to a preference word such as "prefers" or "favourite").
-        Attitude verbs (likes, loves, has, ...) switch this off. Confidence 0.9.
-     b. attribute patterns: "S prefers X", "S lives in X", "S is based in X", "S works at/for X",
-        "S reports to X", "S is married to X", "S speaks primarily X", "S is N years old", and
-        "S's <attr> is X" / "the <attr> of S is X" for a lexicon of single-valued attributes
-        (timezone, language, currency, email, phone number, birthday, name, city, deadline, ...)
-        and any attribute led by favourite/preferred/primary/default. The subjects must match
-        ("user", "the user" and no subject at all are the same); the values must differ, neither
-        containing the other nor being synonyms of one exclusive set ("brief" / "concise").
-        Named values (residence, employer, manager, spouse) must be capitalised, and a qualifier
-        on one side only is ignored ("Paris with his wife" is "Paris"; "Acme on Mondays" /
-        "Globex on Fridays" is no contradiction); other values must have the same qualifier
-        ("in the morning"), and "prefers" values must be either single words or share their
-        head word ("email updates" / "sms updates"). Confidence 0.85 (0.8 for "prefers").
-  3. anything else is not a contradiction (confidence 0.3): complementary facts ("likes coffee" /
-     "likes tea"), other subjects, other attributes, paraphrases.
-  Measured by benchmarks/eval_contradictions.py on SICK 2014 (rules written from the train split):
-  held-out test precision 99.8%, recall 67.2% on CONTRADICTION.
+Written from the SICK 2014 train split and English agent notes (issue 5); these rules are
+measured on SICK_test, PersonaChat and the templated sets, which are the sets they were tuned on.
+The multilingual rules (memctl.text.decide) do not need them; they add recall in English.
 
-Limits (by design; an LLM judge does better)
-  No synonyms or world knowledge: "lives in Paris" / "lives in France" is called a competing
-  value, "user quit Acme" / "user works at Acme" is missed, and so is any paraphrased negation.
-  "prefers email updates" / "prefers weekly updates" share a head word and are called competing,
-  and so are any two single-word preferences ("prefers Python" / "prefers email"): the judge
-  cannot tell that they answer different questions.
-  Temporal supersession ("moved to Berlin") is not recognised.
+1. negation: one side has no negation, the other at most one per clause, and the two word
+   sequences are identical once negations are taken out; a quantifier negation ("there is no",
+   "no <noun>", "nobody") also denies a more specific positive ("user has no pets" / "user has two
+   pets"), with no tense, modal or hedge word added and no preposition inside the denied phrase.
+   Epistemic hedges (maybe, probably, might) switch the rule off.
+2. attribute patterns: "S prefers X", "S lives in X", "S is based in X", "S works at/for X",
+   "S reports to X", "S is married to X", "S speaks primarily X", "S is N years old", and "S's
+   <attr> is X" / "the <attr> of S is X" for a lexicon of single-valued attributes (timezone,
+   language, currency, email, phone number, birthday, name, city, deadline, ...) and any attribute
+   led by favourite/preferred/primary/default. The subjects must match ("user", "the user" and no
+   subject are the same); the values must differ, neither containing the other nor being
+   synonyms. Named values (residence, employer, manager, spouse) must be capitalised; a qualifier
+   on one side only is ignored ("Paris with his wife" is "Paris"); other values must have the same
+   qualifier, and "prefers" values must be single words or share their head word.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
 
-from memctl.llm.offline_text import (
-    _CASED_WORD,
-    _CONJUNCTIONS,
-    _EPISTEMIC_HEDGES,
-    _PREPOSITIONS,
-    _TENSE_MODAL_WORDS,
-    _VALUE_HEDGES,
-    _WORD,
+from memctl.text import lexicon
+from memctl.text.statement import (
+    CONJUNCTIONS as _CONJUNCTIONS,
+    EPISTEMIC_HEDGES as _EPISTEMIC_HEDGES,
+    PREPOSITIONS as _PREPOSITIONS,
+    TENSE_MODAL_WORDS as _TENSE_MODAL_WORDS,
+    VALUE_HEDGES as _VALUE_HEDGES,
     Sentence,
-    _alignment,
-    _expand_contractions,
-    _stem,
+    alignment as _alignment,
+    expand_contractions as _expand_contractions,
+    stem as _stem,
 )
+
+_WORD = re.compile(r"[^\W_]+(?:[-@./:+_][^\W_]+)*")
+_CASED_WORD = re.compile(r"[^\W_]+(?:[-@./:+_][^\W_]+)*|,")
 
 NEGATION_CONFIDENCE = 0.9
 EXCLUSIVE_CONFIDENCE = 0.9
@@ -128,71 +105,6 @@ def _is_narrowing(general: Sequence[str], specific: Sequence[str]) -> bool:
     added = [word for index, word in enumerate(specific) if index not in matched]
     inside = [specific[i] for i in range(positions[0], positions[-1]) if i not in matched]
     return not _TENSE_MODAL_WORDS.intersection(added) and not _PREPOSITIONS.intersection(inside)
-
-
-@dataclass(frozen=True)
-class ExclusiveSet:
-    """Values of which one thing has only one; synonyms share a group."""
-
-    attribute: str
-    groups: tuple[frozenset[str], ...]
-    needs_preference: bool = False
-    #: word -> the first group holding it (the subject checks ask this millions of times at 100k notes)
-    _index: dict[str, int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        index: dict[str, int] = {}
-        for number, group in enumerate(self.groups):
-            for word in group:
-                index.setdefault(word, number)
-        object.__setattr__(self, "_index", index)
-
-    def group_of(self, word: str) -> Optional[int]:
-        return self._index.get(word)
-
-
-def _groups(*groups: str) -> tuple[frozenset[str], ...]:
-    return tuple(frozenset(_stem(word) for word in group.split()) for group in groups)
-
-
-EXCLUSIVE_SETS = (
-    ExclusiveSet("unit system", _groups("metric", "imperial")),
-    ExclusiveSet("temperature scale", _groups("celsius centigrade", "fahrenheit")),
-    ExclusiveSet("clock format", _groups("12-hour 12h", "24-hour 24h")),
-    ExclusiveSet("colour scheme", _groups("dark", "light")),
-    ExclusiveSet("tone", _groups("formal", "casual informal")),
-    ExclusiveSet("setting", _groups("enabled", "disabled")),
-    ExclusiveSet("fill state", _groups("empty", "full")),
-    ExclusiveSet("open state", _groups("open", "closed")),
-    ExclusiveSet("marital status", _groups("single", "married", "divorced", "widowed")),
-    ExclusiveSet("handedness", _groups("left-handed", "right-handed")),
-    ExclusiveSet("time of day", _groups("morning", "afternoon", "evening", "night nighttime"), True),
-    ExclusiveSet("frequency", _groups("daily", "weekly", "monthly", "yearly annually"), True),
-    ExclusiveSet("answer length", _groups("short brief concise", "long detailed verbose lengthy"), True),
-)
-_PREFERENCE_CUES = frozenset(_stem(w) for w in "prefer preferred favorite favourite default best always only".split())
-_ATTITUDE_VERBS = frozenset(_stem(w) for w in "like love enjoy hate dislike own has have know want".split())
-
-
-def exclusive_conflict(a: Sentence, b: Sentence) -> Optional[Conflict]:
-    """Rule 2a: the same sentence but for one word, two members of a mutually exclusive set."""
-    if len(a.words) != len(b.words) or a.negations or b.negations:
-        return None
-    differing = [(x, y) for x, y in zip(a.words, b.words) if x != y]
-    if len(differing) != 1:
-        return None
-    context = set(a.words)
-    if context & (_ATTITUDE_VERBS | _VALUE_HEDGES) or set(b.words) & (_ATTITUDE_VERBS | _VALUE_HEDGES):
-        return None
-    x, y = differing[0]
-    for exclusive in EXCLUSIVE_SETS:
-        group_x, group_y = exclusive.group_of(x), exclusive.group_of(y)
-        if group_x is None or group_y is None or group_x == group_y:
-            continue
-        if exclusive.needs_preference and not context & _PREFERENCE_CUES:
-            continue
-        return Conflict("competing_value", exclusive.attribute, x, y, EXCLUSIVE_CONFIDENCE, a.text, b.text)
-    return None
 
 
 @dataclass(frozen=True)
@@ -338,14 +250,8 @@ def _values_compete(a: Fact, b: Fact) -> bool:
 
 
 def _synonymous(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Say whether two word sequences differ only by words of one exclusive-set group ("brief"/"concise")."""
-    return len(a) == len(b) and all(x == y or _same_group(x, y) for x, y in zip(a, b))
-
-
-def _same_group(x: str, y: str) -> bool:
-    return any(
-        exclusive.group_of(x) is not None and exclusive.group_of(x) == exclusive.group_of(y) for exclusive in EXCLUSIVE_SETS
-    )
+    """Say whether two word sequences differ only by synonyms ("brief" / "concise")."""
+    return len(a) == len(b) and all(x == y or lexicon.synonyms([x], [y]) for x, y in zip(a, b))
 
 
 def attribute_conflict(a: Sentence, b: Sentence) -> Optional[Conflict]:
@@ -366,7 +272,7 @@ def attribute_conflict(a: Sentence, b: Sentence) -> Optional[Conflict]:
 
 def find_conflict(a: Sequence[Sentence], b: Sequence[Sentence]) -> Optional[Conflict]:
     """Return the strongest rule-backed contradiction between two lists of sentences, if any."""
-    for rule in (negation_conflict, exclusive_conflict, attribute_conflict):
+    for rule in (negation_conflict, attribute_conflict):
         for sentence_a in a:
             for sentence_b in b:
                 conflict = rule(sentence_a, sentence_b)

@@ -1,0 +1,365 @@
+"""What a sentence states: its content words, its negations, and the hard evidence it names.
+
+A sentence is read into a `Sentence` once (kept, bounded, by its text):
+- `signed`: its content words in order, in comparison form, with "<not>" where a negation stood.
+  Filler (memctl.text.lexicon.FILLER: articles, "really", "always", "please", English
+  auxiliaries) is dropped, English contractions are expanded ("doesn't" -> "does not"), a
+  possessive 's is dropped, French elisions are split ("n'aime" -> "n", "aime"), Latin-script
+  words lose a plural or third-person -s ("likes" / "like"), a "there is" opener goes, and so does a short "Label:" preamble ("Confirmed:", "Per the account team:").
+  Negations of any listed language ("not", "nicht", "不", "ない", "не", "لا") are counted.
+- `words`: the same without the negations.
+- `hard`: its numbers (in any digit system), IDs, e-mail addresses and URLs, in comparison form.
+  A "currently" that memctl.temporal made "as of <date>" is a time stamp, not evidence.
+- `names`: the words written with a capital after the first word (only scripts with case have
+  them); `opener`: a capitalised first word that is not a generic opener ("Globex ...", not "The
+  ..." or "User ..."), which may be a name or only a capital.
+- `single`, `multi`, `hedged`: whether it holds a single-valued cue ("prefers"), a
+  multi-valued one ("likes", "speaks") or a hedge ("usually").
+
+`covers` (one sentence already states another) and `states` (the retention test) read these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional, Sequence
+
+from memctl.text import lexicon
+from memctl.text.tokens import CHAR, WORD, Token, ascii_digits, is_caseless, normal, sentences, tokens
+
+NOT = "<not>"
+
+_CONTRACTIONS = (
+    (re.compile(r"\bwon't\b", re.I), "will not"),
+    (re.compile(r"\bcan't\b", re.I), "can not"),
+    (re.compile(r"\bcannot\b", re.I), "can not"),
+    (re.compile(r"\bain't\b", re.I), "is not"),
+    (re.compile(r"(?<=[a-z])n't\b", re.I), " not"),
+    (re.compile(r"\b(it|he|she|that|there|what|who|here)'s\b", re.I), r"\1 is"),
+    (re.compile(r"(?<=[a-z])'re\b", re.I), " are"),
+    (re.compile(r"\b(i)'m\b", re.I), r"\1 am"),
+    (re.compile(r"(?<=[a-z])'ve\b", re.I), " have"),
+    (re.compile(r"(?<=[a-z])'ll\b", re.I), " will"),
+    (re.compile(r"(?<=[a-z])'d\b", re.I), " would"),
+    (re.compile(r"(?<=\w)'s\b", re.I), ""),
+    (re.compile(r"(?<=s)'(?=\s|$)", re.I), ""),
+)
+#: "as of 2026-03-16": what memctl.temporal writes for "currently", "recently", "right now"
+_AS_OF = re.compile(r",?\s*\bas of \d{4}-\d{2}-\d{2}\b,?", re.I)
+#: a "Label:" preamble ("Confirmed:", "Per the account team:", "备注：") says who or when, not what
+_PREAMBLE = re.compile(r"^\s*([^:：\n]{1,60}?)\s*[:：]\s+(?=\S)")
+#: what separates the clauses of one sentence: a cue in one clause says nothing of a value in another
+_PARENS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|（[^（）]*）")
+_CLAUSE_BREAK = re.compile(r"[,;:，；、،]|\s[-–—]\s")
+_ELISION = re.compile(r"^(l|d|n|j|m|t|s|c|qu|jusqu|lorsqu|puisqu)'(.+)$")
+_POSSESSIVE_OPENER = re.compile(r"^\W*([^\W\d_][\w-]*)['’]s\b")
+_LATIN = re.compile(r"^[a-zà-öø-ÿ'-]+$")
+_NEGATED_PRONOUNS = {"nobody": "someone", "nothing": "something", "none": None}
+
+
+def expand_contractions(text: str) -> str:
+    """Return `text` with English contractions written out ("doesn't" -> "does not") and possessive 's dropped."""
+    text = text.replace("\u2019", "'")
+    if "'" not in text and "annot" not in text and "ANNOT" not in text:
+        return text
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def stem(word: str) -> str:
+    """Fold a Latin-script plural or third-person ending, so "likes" / "like" and "cats" / "cat" compare equal."""
+    if len(word) <= 3 or not _LATIN.match(word):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes", "zes", "oes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence as written (dates made absolute) and what it states."""
+
+    text: str
+    #: content words, negations taken out
+    words: tuple[str, ...]
+    #: content words with NOT where each negation stood
+    signed: tuple[str, ...]
+    negations: int
+    #: every negation is a quantifier ("there is no", "no <noun>", "nobody", "nothing", "none")
+    existential: bool = False
+    hard: frozenset[str] = frozenset()
+    #: the same, in the order the sentence names them
+    hard_seq: tuple[str, ...] = ()
+    names: frozenset[str] = frozenset()
+    opener: Optional[str] = None
+    #: content words written with a capital, the first word included (a name, or a capital by position)
+    capitals: frozenset[str] = frozenset()
+    single: bool = False
+    multi: bool = False
+    hedged: bool = False
+    #: every token's comparison form, filler included (what the lexicon's cue lists are matched on)
+    raw: tuple[str, ...] = ()
+    #: the content words are characters of a script written without spaces
+    spaceless: bool = False
+    #: written in a script without capitals (names cannot be seen)
+    caseless: bool = False
+    #: the clause (between commas, semicolons, colons) each of `words` stands in, and the clauses holding a single-valued cue
+    word_clauses: tuple[int, ...] = ()
+    single_clauses: frozenset[int] = frozenset()
+    #: each of `words` stands inside parentheses or brackets ("Maria Lopez (sales)")
+    word_parens: tuple[bool, ...] = ()
+
+
+def _split(token: Token) -> list[str]:
+    norm = token.norm
+    if token.kind == WORD and "'" in norm:
+        match = _ELISION.match(norm)
+        if match:
+            return [match.group(1), match.group(2)]
+        return [norm.replace("'", "")]
+    return [norm]
+
+
+def body(text: str) -> str:
+    """Return a sentence without its "Label:" preamble, when the label is short, names nothing (no number, ID or name
+    after its first word) and what follows is a sentence (3+ words): "Confirmed:", not "Ticket #4512:" or "Anna Weber:"."""
+    match = _PREAMBLE.match(text)
+    if not match:
+        return text
+    label = tokens(match.group(1))
+    if len(label) > 6 or any(t.hard for t in label) or any(t.capital for t in label[1:]) or len(tokens(text[match.end():])) < 3:
+        return text
+    if len(label) == 1 and label[0].capital and label[0].norm not in lexicon.OPENER_WORDS and not lexicon.FILLER_ENTRIES.whole((label[0].norm,)):
+        return text  # "Anna: prefers email": a name, not a label
+    return text[match.end():]
+
+
+@lru_cache(maxsize=131072)
+def analyse(text: str) -> Sentence:
+    """Read one sentence (see the module docstring)."""
+    expanded = expand_contractions(_AS_OF.sub(" ", body(text)))
+    toks = tokens(expanded)
+    flat = normal(ascii_digits(expanded))
+    cuts = [m.start() for m in _CLAUSE_BREAK.finditer(flat)]
+    parens = [(m.start(), m.end()) for m in _PARENS.finditer(flat)]
+    raw: list[str] = []
+    owner: list[Token] = []
+    clause_of: list[int] = []
+    paren_of: list[bool] = []
+    for token in toks:
+        clause = sum(1 for cut in cuts if cut < token.start)
+        inside = any(start < token.start < end for start, end in parens)
+        for piece in _split(token):
+            raw.append(piece)
+            owner.append(token)
+            clause_of.append(clause)
+            paren_of.append(inside)
+    drop = [False] * len(raw)
+    negated = [False] * len(raw)
+    lists = lexicon.read(raw)
+    for start, end in lists["negation"]:
+        negated[start] = True
+        for i in range(start + 1, end):
+            drop[i] = True
+    for start, end in lists["filler"]:
+        if not any(negated[start:end]):
+            for i in range(start, end):
+                drop[i] = True
+    signed: list[str] = []
+    word_clauses: list[int] = []
+    word_parens: list[bool] = []
+    negations = existential = 0
+    i = 0
+    while i < len(raw):
+        word, following = raw[i], raw[i + 1] if i + 1 < len(raw) else ""
+        if drop[i]:
+            i += 1
+            continue
+        step = 1
+        content: Optional[str] = None
+        if word == "there" and following in ("is", "are"):
+            step = 2
+        elif word == "no" and following == "one":
+            negations, existential, step = negations + 1, existential + 1, 2
+            signed.append(NOT)
+            content = "someone"
+        elif (word == "any" and following == "longer") or word == "anymore":
+            step = 2 if word == "any" else 1
+        elif word in _NEGATED_PRONOUNS:
+            negations, existential = negations + 1, existential + 1
+            signed.append(NOT)
+            content = _NEGATED_PRONOUNS[word]
+        elif negated[i]:
+            negations += 1
+            existential += word == "no"
+            signed.append(NOT)
+        else:
+            content = "someone" if word == "somebody" else stem(word)
+        if content is not None:
+            signed.append(content)
+            word_clauses.append(clause_of[i])
+            word_parens.append(paren_of[i])
+        i += step
+    hard_seq = tuple(t.norm for t in toks if t.hard or (t.kind == WORD and t.norm in lexicon.MONTHS))
+    hard = frozenset(hard_seq)
+    words = tuple(w for w in signed if w != NOT)
+    first = next((t for t in toks if t.kind in (WORD, CHAR)), None)
+    names = frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital and t is not first)
+    capitals = frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital)
+    opener = None
+    if first is not None and first.capital:
+        bare = _split(first)[-1]  # "L'abonné" opens with "abonné"
+        if bare not in lexicon.OPENER_WORDS:
+            opener = stem(bare)
+    possessive = _POSSESSIVE_OPENER.match(body(text))
+    if possessive and possessive.group(1)[0].isupper():
+        opener = stem(possessive.group(1).casefold())
+    return Sentence(
+        text=text,
+        words=words,
+        signed=tuple(signed),
+        negations=negations,
+        existential=0 < negations == existential,
+        hard=hard,
+        hard_seq=hard_seq,
+        names=names,
+        opener=opener,
+        capitals=capitals,
+        single=bool(lists["single"]),
+        multi=bool(lists["multi"]),
+        hedged=bool(lists["hedge"]),
+        raw=tuple(raw),
+        spaceless=bool(words) and all(t.kind == CHAR for t in toks if t.kind in (WORD, CHAR)),
+        caseless=is_caseless(expanded) and not any(t.capital for t in toks),
+        word_clauses=tuple(word_clauses),
+        word_parens=tuple(word_parens),
+        single_clauses=frozenset(clause_of[start] for start, _ in lists["single"]),
+    )
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split a note into its sentences (any script), each stripped, empty pieces removed."""
+    return list(sentences(text))
+
+
+# --- does one sentence state another ----------------------------------------------------------
+
+PREPOSITIONS = frozenset(
+    """in on at of with by for from to into onto over under near behind beside between through across
+    around along against about off out up down""".split()
+)
+CONJUNCTIONS = frozenset({"and", "but", "or", "nor", "while", "yet"})
+#: stemmed, like the words they are compared with ("sometimes" -> "sometime")
+EPISTEMIC_HEDGES = frozenset({"maybe", "perhap", "probably", "possibly", "might"})
+VALUE_HEDGES = EPISTEMIC_HEDGES | {"sometime", "occasionally", "also", "too", "either", "both", "if", "unless"}
+TENSE_MODAL_WORDS = frozenset(
+    stem(word)
+    for word in """was were did had will would could should shall may might must can used formerly
+    previously once until before after if unless when only almost nearly hardly barely rarely seldom
+    fake toy former ex""".split()
+) | VALUE_HEDGES
+#: words that restrict or shift what a sentence states, in the languages the lexicon covers: a
+#: sentence that adds one of them does not state the shorter one ("in the evening", "nur montags",
+#: "平日だけ", "только утром")
+_OTHER_RESTRICTIVE = frozenset(
+    stem(t.norm)
+    for entry in """
+    in, an, auf, für, mit, bei, außer, nur, wenn, aber, am, im, um, ab, bis, war, waren, hatte, früher, ehemals,
+    en, con, para, por, sin, excepto, solo, sólo, cuando, si, pero, era, fue, estaba, antes,
+    à, au, aux, avec, pour, par, sans, sauf, seulement, uniquement, quand, mais, était, avant,
+    在, 于, 只, 仅, 除, 如果, 但, 时, 曾, 以前, 过,
+    で, に, 時, だけ, のみ, 以外, なら, 場合, 以前, かつて, でした, 前,
+    в, на, с, для, по, кроме, только, когда, если, но, был, была, были, раньше,
+    في, على, مع, الا, فقط, عندما, اذا, لكن, كان, كانت, سابقا
+    """.replace("\n", ",").split(",") if entry.strip()
+    for t in tokens(entry.strip())
+)
+RESTRICTIVE_WORDS = (
+    PREPOSITIONS
+    | TENSE_MODAL_WORDS
+    | frozenset(stem(word) for word in "except but while during per each usually often mostly generally typically".split())
+    | _OTHER_RESTRICTIVE
+    | frozenset(w for e in lexicon.HEDGE_ENTRIES.entries for w in e.words)
+)
+_PERSON_WORDS = frozenset(stem(word) for word in "person people man men woman women boy girl child children kid lady guy user".split())
+
+
+def alignment(general: Sequence[str], specific: Sequence[str]) -> Optional[list[int]]:
+    """Return the leftmost positions of `general`'s words in `specific`, in order, or None.
+
+    "someone" (what "nobody" / "no one" deny) also matches any word for a person.
+    """
+    positions, start = [], 0
+    for word in general:
+        match = next((i for i in range(start, len(specific)) if _names(word, specific[i])), None)
+        if match is None:
+            return None
+        positions.append(match)
+        start = match + 1
+    return positions
+
+
+def _names(general: str, specific: str) -> bool:
+    return general == specific or (general == "someone" and specific in _PERSON_WORDS)
+
+
+def covers(kept: Sentence, candidate: Sentence) -> bool:
+    """Say whether `kept` already states `candidate`.
+
+    Every word of `candidate` must appear in `kept`, in order, and what `kept` adds must not
+    restrict or shift it: no preposition, condition, tense, modal, frequency or hedge word
+    ("prefers dark mode in the evening" does not state "prefers dark mode", "was vegetarian" does
+    not state "is vegetarian"; "lives in Paris, France" does state "lives in Paris"), and no
+    number, ID or other hard evidence the candidate lacks is needed for that.
+    """
+    if not candidate.words or kept.negations != candidate.negations:
+        return False
+    if candidate.negations:
+        # a negation turns entailment around: "does not like marketing email" does not state
+        # "does not like email", so a negated sentence is only stated by the same words
+        return kept.signed == candidate.signed
+    positions = alignment(candidate.signed, kept.signed)
+    if positions is None:
+        return False
+    matched = set(positions)
+    added = {word for index, word in enumerate(kept.signed) if index not in matched}
+    return not added & RESTRICTIVE_WORDS
+
+
+def terminated(text: str) -> str:
+    """Return one sentence with single spaces, ending in a full stop unless it ends in . ! ? or 。"""
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?", "。", "؟")) else text.rstrip(",;:、，") + ("。" if analyse(text).spaceless else ".")
+
+
+# --- the retention test: does a sentence state a fact ------------------------------------------
+
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself)\b", re.I)
+
+
+def statement(text: str) -> tuple[str, ...]:
+    """Return a sentence as the retention test compares it: its signed words, the first person read as "user"."""
+    words = analyse(_FIRST_PERSON.sub(lambda m: "user's" if m.group(0).lower() in ("my", "mine") else "user", text)).signed
+    return tuple("have" if w == "has" else w for w in words)
+
+
+def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
+    """Say whether `sentence` states `fact`: its words in order, no extra negation inside the span."""
+    if not fact:
+        return False
+    positions, start = [], 0
+    for word in fact:
+        found = next((i for i in range(start, len(sentence)) if sentence[i] == word), None)
+        if found is None:
+            return False
+        positions.append(found)
+        start = found + 1
+    matched = set(positions)
+    return not any(sentence[i] == NOT and i not in matched for i in range(positions[0], positions[-1] + 1))
