@@ -39,6 +39,10 @@ Conventions, shown for a reference of Monday 2026-03-16:
   meeting", "last week's release" -> "the week of 2026-03-09's release". "today's" is treated the
   same way, since "today's price" in a stored note is as relative as "today". A capitalised
   expression gets a capitalised replacement ("Yesterday we" -> "On 2026-03-15 we").
+- In German, Spanish, French, Russian, Chinese, Japanese and Arabic, the day words (yesterday,
+  today, tomorrow, the day before / after) become the bare ISO date: "Ana rief gestern an" ->
+  "Ana rief 2026-03-15 an", "昨天" -> "2026-03-15". Ambiguous ones are guarded: German "Morgen"
+  (morning) only in lower case, Spanish "mañana" not after "la"; Arabic "اليوم" is left alone.
 - Left alone, and so not reported: bare "now" ("now that", "the team now uses"), expressions
   relative to another event rather than to the note ("later", "3 days later", "the following
   week", "the past two years before the merger"), absolute uses ("the last week of March", "the
@@ -239,6 +243,30 @@ def _resolve_ago(match: re.Match[str], reference: date) -> _Phrase:
     return _Phrase.same(f"{match.group('span') or ''}before {reference.isoformat()}")
 
 
+#: the relative day words of the other languages memctl is measured in, as day offsets. They are
+#: rewritten as the bare ISO date ("Ana rief gestern an" -> "Ana rief 2026-03-15 an", "昨天" ->
+#: "2026-03-15"): no grammar of those languages is attempted, the date is what matters. Words that
+#: also mean something else are left out or guarded: German "Morgen" (morning) is only read in
+#: lower case, Spanish "mañana" not after "la" (la mañana: the morning), Arabic "اليوم" (also "the day") not at all.
+_OTHER_DAYS = {
+    "vorgestern": -2, "gestern": -1, "heute": 0, "morgen": 1, "übermorgen": 2,
+    "anteayer": -2, "antier": -2, "ayer": -1, "hoy": 0, "mañana": 1, "pasado mañana": 2,
+    "avant-hier": -2, "hier": -1, "aujourd'hui": 0, "aujourd’hui": 0, "demain": 1, "après-demain": 2,
+    "позавчера": -2, "вчера": -1, "сегодня": 0, "завтра": 1, "послезавтра": 2,
+    "前天": -2, "昨天": -1, "今天": 0, "明天": 1, "后天": 2,
+    "一昨日": -2, "おととい": -2, "昨日": -1, "きのう": -1, "今日": 0, "きょう": 0, "明日": 1, "あした": 1, "あす": 1,
+    "明後日": 2, "あさって": 2,
+    "أول أمس": -2, "أمس": -1, "البارحة": -1, "غدا": 1, "غداً": 1, "بعد غد": 2,
+}  # fmt: skip
+_SPACED_DAYS = "|".join(sorted((re.escape(w) for w in _OTHER_DAYS if not re.match(r"[\u3040-\u30ff\u4e00-\u9fff]", w)), key=len, reverse=True))
+_CJK_DAYS = "|".join(sorted((re.escape(w) for w in _OTHER_DAYS if re.match(r"[\u3040-\u30ff\u4e00-\u9fff]", w)), key=len, reverse=True))
+
+
+def _resolve_other_day(match: re.Match[str], reference: date) -> _Phrase:
+    word = match.group(0).lower()
+    return _Phrase.same((reference + timedelta(days=_OTHER_DAYS[word])).isoformat())
+
+
 def _as_of(until: str) -> _Resolver:
     def resolve(match: re.Match[str], reference: date) -> _Phrase:
         iso = reference.isoformat()
@@ -312,6 +340,8 @@ _RULES = (
         rf"|(?<=\bof\s)|(?<=\bfrom\s))now{_END}",
         _fixed("{}"),
     ),
+    _Rule(re.compile(rf"(?<![\w-])(?!(?-i:Morgen))(?<!\bla\s)(?<!\blas\s)(?:{_SPACED_DAYS})(?![\w-])|(?:{_CJK_DAYS})", re.IGNORECASE),
+          _resolve_other_day),
     # Any other "... ago" keeps its words: "a few days ago" -> "a few days before 2026-03-16".
     _rule(
         rf"{_START}(?P<span>(?:(?:a\s+few|a\s+couple(?:\s+of)?|several|many|some|[\d,.]+|an?)\s+)?"

@@ -296,3 +296,22 @@ def test_every_supported_phrase_is_reported_and_resolved(phrase: str, style: int
     text = f"Noted {_cased(phrase, style)} here"
     assert find_relative(text) != []
     assert find_relative(normalise(text, reference)) == []
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Ana rief gestern an.", "Ana rief 2026-03-15 an."),
+        ("Tom kommt morgen.", "Tom kommt 2026-03-17."),
+        ("Am Morgen ist es kalt.", "Am Morgen ist es kalt."),
+        ("Ana llamó ayer por la mañana.", "Ana llamó 2026-03-15 por la mañana."),
+        ("Tom est venu avant-hier.", "Tom est venu 2026-03-14."),
+        ("Том звонил вчера.", "Том звонил 2026-03-15."),
+        ("汤姆昨天打电话了。", "汤姆2026-03-15打电话了。"),
+        ("トムは明日来る。", "トムは2026-03-17来る。"),
+        ("اتصل توم أمس.", "اتصل توم 2026-03-15."),
+    ],
+)
+def test_day_words_of_other_languages_become_dates(text: str, expected: str) -> None:
+    assert normalise(text, date(2026, 3, 16)) == expected
+    assert find_relative(expected) == []
