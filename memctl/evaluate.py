@@ -175,7 +175,7 @@ def pair_note_ids(pair: LabelledPair) -> tuple[str, str]:
 
 def statement(text: str) -> tuple[str, ...]:
     """Return a sentence as the retention test compares it: normalised words, negations as tokens."""
-    from memctl.llm.offline import analyse
+    from memctl.text.statement import analyse
 
     words = analyse(_FIRST_PERSON.sub(lambda m: "user's" if m.group(0).lower() in ("my", "mine") else "user", text)).signed
     return tuple("have" if w == "has" else w for w in words)
@@ -198,7 +198,7 @@ def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
 
 def sentences_of(texts: Iterable[str]) -> list[tuple[str, ...]]:
     """Return every sentence of `texts`, normalised for the retention test."""
-    from memctl.llm.offline import split_sentences
+    from memctl.text.statement import split_sentences
 
     return [statement(piece) for text in texts for piece in split_sentences(text)]
 

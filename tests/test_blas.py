@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from memctl import blas
-from memctl.llm.offline_judge import EXCLUSIVE_SETS
 
 
 def test_single_thread_sets_one_thread_and_puts_the_count_back() -> None:
@@ -53,11 +52,3 @@ def test_products_on_one_thread_are_reproducible_and_agree_with_threaded_ones() 
     for a, single, many in zip(narrow, runs[0], threaded):
         same = np.frombuffer(single, dtype=np.float32).reshape(len(a), len(broad))
         np.testing.assert_allclose(same, many, rtol=1e-5, atol=1e-5)
-
-
-def test_exclusive_set_lookup_gives_the_first_group_holding_the_word() -> None:
-    for exclusive in EXCLUSIVE_SETS:
-        for group in exclusive.groups:
-            for word in group:
-                assert exclusive.group_of(word) == next(i for i, g in enumerate(exclusive.groups) if word in g)
-        assert exclusive.group_of("no-such-word") is None

@@ -296,8 +296,10 @@ def test_injected_note_text_travels_only_as_escaped_data(db: Db) -> None:
         agent, user = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
         conn.execute(m.agent.insert().values(ID=agent, Name="a", Status="Active", AutoArchiveEnabled=True, __mj_CreatedAt=NOW, __mj_UpdatedAt=NOW))
         conn.execute(m.user.insert().values(ID=user, Name="u", IsActive=True, __mj_CreatedAt=NOW, __mj_UpdatedAt=NOW))
-        for i, injection in enumerate(INJECTIONS):
-            text = f"Kestrel wants the harbour report as a spreadsheet. {injection}"
+        for i, take in enumerate(("one", "two", "three", "four")):
+            # every note carries every injection: the same numbers and IDs, so no hard evidence keeps the four out of
+            # one cluster (issue 24: with a model, only hard evidence does), and each question holds all of them
+            text = f"Kestrel wants the harbour report as a spreadsheet, take {take}. {' '.join(INJECTIONS)}"
             texts.append(text)
             conn.execute(m.note.insert().values(
                 ID=f"33333333-3333-4333-8333-00000000000{i}", AgentID=agent, UserID=user, Note=text, Type="Preference",

@@ -5,9 +5,20 @@ deterministic, free (calls=0, zero usage) and explainable. It trades recall for 
 no rule applies the answer is "no" (isContradiction / isCovered False) with a low confidence, so
 the phases take no action: the offline judge never revokes on a guess.
 
-The rules live in three modules: `offline_text` (normalisation), `offline_merge` (the
-extractive merge) and `offline_judge` (the contradiction rules); this one answers the Judge
-protocol with them.
+The decisions are memctl.text.decide's, the same the phases guard every judge's answers with;
+`offline_merge` writes the extractive merge; this module answers the Judge protocol with them.
+
+Consolidation
+  The cluster is split into groups of notes the decision layer lets share a note without a model
+  (the same fact, an elaboration, complementary statements about one subject that share no
+  template). A cluster that does not hold together is declined with the first reason; each note
+  keeps its own date and access count for the contradiction phase.
+
+Contradictions
+  The decision layer's conflicting value is the verdict (kind negation or competing_value). A
+  conflict the rules are not certain of (one word of a shared template replaced, no rule saying
+  the value is single; or two numbers) is answered with `review` set: the phase flags it for a
+  person instead of applying the authority rule. Anything else is "none".
 
 Absorption
   The broader note covers the narrower one when every sentence of the narrower note is a
@@ -17,13 +28,11 @@ Absorption
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 from typing import Sequence
 
 from pydantic import BaseModel
 
 from memctl.llm.base import JudgeResult, Usage
-from memctl.llm.offline_judge import find_conflict
 from memctl.llm.offline_merge import (
     MAX_CONTENT_CHARS,
     MERGE_CONFIDENCE,
@@ -31,20 +40,21 @@ from memctl.llm.offline_merge import (
     _refusal,
     choose_type,
     merge_sentences,
+    note_sentences,
+    note_text,
     order_notes,
 )
-from memctl.llm.offline_text import _terminated, analyse, covers, note_sentences, split_sentences
 from memctl.llm.replies import AbsorptionReply, ConsolidatedNote, ConsolidationReply, ContradictionReply
 from memctl.records import NoteRecord
-from memctl.subjects import NoteText, compatible_groups, synthesis_problem
-from memctl.temporal import normalise
+from memctl.text.decide import CONFLICT, compatible_groups, decide, synthesis_problem
+from memctl.text.statement import covers, terminated
 
-__all__ = ["MAX_CONTENT_CHARS", "MODEL", "OfflineJudge", "analyse", "covers", "split_sentences"]
+__all__ = ["MAX_CONTENT_CHARS", "MODEL", "OfflineJudge"]
 
 MODEL = "memctl-offline-v1"
 
 #: bump the version of a kind whenever its rules change: it invalidates cached verdicts
-RULES_VERSION = {"consolidate": "extractive-2", "contradiction": "rules-1", "absorb": "containment-1"}
+RULES_VERSION = {"consolidate": "extractive-3", "contradiction": "decisions-2", "absorb": "containment-2"}
 
 NO_RULE_CONFIDENCE = 0.3
 COVERED_EXACT_CONFIDENCE = 0.95
@@ -60,6 +70,8 @@ class OfflineJudge:
     """Answer the Judge's questions with explicit, documented rules; no network, no cost."""
 
     model = MODEL
+    #: its answers are the decision layer's own rules (the phases then flag what they are unsure of)
+    rules = True
 
     def template_hash(self, kind: str) -> str:
         """Return a constant hash of the rule-set version used for `kind`."""
@@ -76,14 +88,14 @@ class OfflineJudge:
         if len(notes) < 2:
             return _declined("Fewer than 2 notes.")
         ordered = order_notes(notes)
-        texts = {n.id: NoteText(n.note, partial(normalise, reference=n.created_at)) for n in ordered}
+        texts = {n.id: note_text(n) for n in ordered}
         groups, reasons = compatible_groups(ordered, lambda n: texts[n.id])
         if len(groups) > 1:
             return _declined(f"Not merged: {reasons[0]}. Each note keeps its own date and access count for the contradiction rule.")
         merge = merge_sentences(ordered)
         if merge.undecided:
-            return _declined(f"Not merged: {merge.undecided.reason()} Neither note has authority; left for review.")
-        content = " ".join(_terminated(sentence.text) for sentence, _ in merge.kept)
+            return _declined(f"Not merged: {merge.undecided.reason} Neither note has authority; left for review.")
+        content = " ".join(terminated(sentence.text) for sentence, _ in merge.kept)
         refusal = _refusal(content) or synthesis_problem(content, list(texts.values()))
         if refusal:
             return _declined(refusal)
@@ -97,22 +109,20 @@ class OfflineJudge:
         return _result(reply)
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
-        """Say whether `a` and `b` contradict by the negation or competing-value rule."""
-        conflict = find_conflict(note_sentences(a), note_sentences(b))
-        if conflict is None:
+        """Say whether `a` and `b` hold conflicting values, as the decision layer reads them."""
+        found = decide(note_text(a), note_text(b))
+        if found.relation != CONFLICT:
             reply = ContradictionReply(
                 isContradiction=False,
                 contradictionType="none",
-                reason="No offline rule applies (negation of the same statement, or competing values "
-                "of a single-valued attribute); not treated as a contradiction.",
+                reason=f"No conflicting value ({found.relation.replace('_', ' ')}: {found.reason}); not treated as a contradiction.",
                 confidence=NO_RULE_CONFIDENCE,
             )
         else:
+            reason = found.reason.removeprefix("conflicting values: ")
             reply = ContradictionReply(
-                isContradiction=True,
-                contradictionType=conflict.kind,
-                reason=conflict.reason(),
-                confidence=conflict.confidence,
+                isContradiction=True, contradictionType=found.kind, reason=reason, confidence=found.confidence,
+                review=not found.certain,
             )
         return _result(reply)
 

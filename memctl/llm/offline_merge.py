@@ -10,9 +10,11 @@ Consolidation: an extractive merge
   dark mode in the evening" does not state "prefers dark mode" (both are kept: lossless beats
   terse). A negated sentence is only a duplicate of the same words with the same negations.
   A duplicate is dropped (the first wording, i.e. the newest / most accessed, wins); a
-  sentence that states a kept one replaces it in place, since it says more. Two sentences that
-  contradict each other by the rules below are settled by memctl's authority rule (created more
-  than 7 days apart: the newer; otherwise the higher AccessCount); the loser is reported as
+  sentence that states a kept one replaces it in place, since it says more; a sentence the
+  decision layer calls the same fact in other words (synonyms, an inflection, particles) is a
+  duplicate too. Two sentences that hold a certain conflict (memctl.text.decide) are settled by
+  memctl's authority rule (created more than 7 days apart: the newer; otherwise the higher
+  AccessCount); the loser is reported as
   superseded and lives on in its revoked source note. When authority cannot decide, the cluster
   is not merged (the contradiction phase flags it). A merge longer than MAX_CONTENT_CHARS, or
   one that still has relative time words, is not made either: no fact is ever dropped silently.
@@ -22,15 +24,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
+from functools import partial
 from typing import Optional, Sequence
 
-from memctl.llm.offline_judge import Conflict, find_conflict
-from memctl.llm.offline_text import Sentence, covers, note_sentences
+from memctl.authority import authority
 from memctl.records import NoteRecord
+from memctl.temporal import find_relative, normalise
+from memctl.text.decide import CONFLICT, SAME, Decision, NoteText, compare
+from memctl.text.statement import Sentence, analyse, covers, split_sentences
 
 MAX_CONTENT_CHARS = 2000
-SUPERSEDE_AFTER = timedelta(days=7)
 MERGE_CONFIDENCE = 0.9
 
 
@@ -46,13 +49,14 @@ def choose_type(ordered: Sequence[NoteRecord]) -> str:
     return next(note.type for note in ordered if counts[note.type] == top)
 
 
-def stronger(a: NoteRecord, b: NoteRecord) -> Optional[NoteRecord]:
-    """Apply memctl's authority rule: newer by over 7 days, else more accessed, else undecided."""
-    if abs(a.created_at - b.created_at) > SUPERSEDE_AFTER:
-        return a if a.created_at > b.created_at else b
-    if a.access_count != b.access_count:
-        return a if a.access_count > b.access_count else b
-    return None
+def note_text(note: NoteRecord) -> NoteText:
+    """Return a note's analysed text, relative dates made absolute against its created date."""
+    return NoteText(note.note, partial(normalise, reference=note.created_at))
+
+
+def note_sentences(note: NoteRecord) -> list[Sentence]:
+    """Return the sentences of `note`, relative dates made absolute against its created date."""
+    return [analyse(normalise(piece, note.created_at)) for piece in split_sentences(note.note)]
 
 
 @dataclass
@@ -61,7 +65,7 @@ class Merge:
 
     kept: list[tuple[Sentence, NoteRecord]]
     superseded: int = 0
-    undecided: Optional[Conflict] = None
+    undecided: Optional[Decision] = None
 
 
 def merge_sentences(ordered: Sequence[NoteRecord]) -> Merge:
@@ -76,16 +80,16 @@ def merge_sentences(ordered: Sequence[NoteRecord]) -> Merge:
 
 
 def _add(merge: Merge, sentence: Sentence, note: NoteRecord) -> None:
-    if not sentence.words or any(covers(kept, sentence) for kept, _ in merge.kept):
+    if not sentence.words or any(covers(kept, sentence) or compare(kept, sentence).relation == SAME for kept, _ in merge.kept):
         return
     for index, (kept, kept_note) in enumerate(merge.kept):
-        conflict = find_conflict([kept], [sentence])
-        if conflict is None:
+        found = compare(kept, sentence)
+        if found.relation != CONFLICT or not found.certain:
             continue
-        winner = stronger(kept_note, note)
-        if winner is None:
-            merge.undecided = conflict
-        elif winner is note:
+        decided = authority(kept_note, note)
+        if decided is None:
+            merge.undecided = found
+        elif decided.winner is note:
             merge.kept[index] = (sentence, note)
             merge.superseded += 1
         else:
@@ -109,8 +113,6 @@ def _merge_reason(count: int, merge: Merge) -> str:
 
 def _refusal(content: str) -> Optional[str]:
     """Return why a merged text must not be proposed, or None when it can be."""
-    from memctl.temporal import find_relative
-
     if len(content) > MAX_CONTENT_CHARS:
         return (
             f"Not merged: the merge keeps every distinct sentence but is {len(content)} characters, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 NOTE_TYPES = ("Preference", "Constraint", "Context", "Example", "Issue")
 NoteType = Literal["Preference", "Constraint", "Context", "Example", "Issue"]
@@ -58,6 +59,9 @@ class ContradictionReply(_Reply):
     verdict: Verdict
     reason: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
+    #: the offline rules found a conflict but no rule says the value is single (or it is a number):
+    #: a person settles it. Not part of the schema an LLM is asked for.
+    review: SkipJsonSchema[bool] = False
 
     @model_validator(mode="before")
     @classmethod

@@ -41,7 +41,7 @@ from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.budget import split_to_fit
 from memctl.llm.factory import make_compute_embedder, make_judge
-from memctl.llm.offline_judge import find_conflict
+from memctl.authority import authority
 from memctl.llm.offline_merge import order_notes
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
@@ -55,8 +55,8 @@ from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.verdicts import VerdictCache
-from memctl.subjects import NoteText, compatible_groups, synthesis_problem
 from memctl.temporal import find_relative, normalise
+from memctl.text.decide import NoteText, compatible_groups, conflict, synthesis_problem
 from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, close_ahead, decode_ahead
 
 NAME = "consolidate"
@@ -110,8 +110,17 @@ def canonical_type(value: str) -> Optional[str]:
     return next((t for t in NOTE_TYPES if t.lower() == wanted), None)
 
 
-def consolidation_problem(question: Question, reply: ConsolidationReply, max_chars: int) -> Optional[str]:
-    """Return why a consolidation reply must not be acted on, or None when it is valid."""
+def consolidation_problem(
+    question: Question, reply: ConsolidationReply, max_chars: int, records: Optional[dict[str, NoteRecord]] = None, model: bool = False
+) -> Optional[str]:
+    """Return why a consolidation reply must not be acted on, or None when it is valid.
+
+    Besides its form (IDs of the cluster, a type, a length, no relative dates), the merged note is
+    verified by the decision layer (`synthesis_problem`): no source's number, ID, e-mail or URL
+    lost or invented, no two values of one slot, and, where two sources hold a certain conflict,
+    the value the authority rule keeps (`records`, the cluster's notes by ID, give their dates and
+    access counts; `model`: a model wrote it, so only certain conflicts count).
+    """
     if not reply.shouldConsolidate:
         return None
     proposed = reply.consolidatedNote
@@ -134,8 +143,18 @@ def consolidation_problem(question: Question, reply: ConsolidationReply, max_cha
     relative = find_relative(content)
     if relative:
         return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
-    sources = [NoteText(n["content"]) for n in question.inputs["notes"] if n["id"] in ids]
-    return synthesis_problem(content, sources)
+    chosen = [n for n in question.inputs["notes"] if n["id"] in ids]
+    found = [records.get(n["id"]) for n in chosen] if records is not None else []
+    if records is not None and all(found):
+        notes = [n for n in found if n is not None]
+        sources = [_note_text({}, n) for n in notes]
+
+        def rule(i: int, j: int) -> Optional[int]:
+            decided = authority(notes[i], notes[j])
+            return None if decided is None else (i if decided.winner is notes[i] else j)
+
+        return synthesis_problem(content, sources, model=model, authority=rule)
+    return synthesis_problem(content, [NoteText(n["content"]) for n in chosen], model=model)
 
 
 #: protection tiers from weakest to strongest (a NULL tier reads as Standard)
@@ -446,17 +465,23 @@ class ConsolidatePhase:
             if not found:
                 continue
             clustered = {members[i].id for cluster in found for i in cluster}
-            contested = _contested(pv, clustered, min(index.thresholds(pv.model)), texts)
+            # With a model, the model decides: only hard evidence (numbers, IDs, e-mails, URLs,
+            # subject names) keeps notes out of its question, and its synthesis is verified after.
+            # Offline, the rules keep apart what they cannot merge, and leave a note that holds a
+            # conflicting value with another note of the partition to the contradiction phase.
+            model = not getattr(get_judge(), "rules", False)
+            contested = {} if model else _contested(pv, clustered, min(index.thresholds(pv.model)), texts)
             for cluster in found:
                 free = [members[i] for i in cluster if members[i].id not in contested]
                 # greedy from the newest note: the current wording seeds the group it keeps
-                split, reasons = compatible_groups(order_notes(free), partial(_note_text, texts))
+                split, reasons = compatible_groups(order_notes(free), partial(_note_text, texts), model=model)
                 kept = [group for group in split if len(group) >= settings.cluster_min_size]
                 apart = len(cluster) - sum(len(group) for group in kept)
                 tally.kept_apart += apart
                 tally.clusters_split += apart > 0
                 if apart:
-                    why = reasons[0] if reasons else f"{plural(len(contested & {members[i].id for i in cluster}), 'note')} contested by another note"
+                    held = [contested[members[i].id] for i in cluster if members[i].id in contested]
+                    why = reasons[0] if reasons else f"{plural(len(held), 'note')} left to the contradiction phase: {held[0]}"
                     tally.apart_reasons.append(one_line(why))
                 for group in kept:
                     for cluster_notes in _fitting(get_judge, sorted(group, key=order_key), reference_date, settings):
@@ -479,14 +504,18 @@ class ConsolidatePhase:
             return result
 
         questions = [replace(c.question, ask=partial(asked, c)) for c in cases]
-        answers, stats = ask_all(ctx, judge, questions, ConsolidationReply, lambda q, r: consolidation_problem(q, r, max_chars))  # type: ignore[arg-type]
+        records = {n.id: n for c in cases for n in c.notes}
+        model = not getattr(judge, "rules", False)
+        answers, stats = ask_all(
+            ctx, judge, questions, ConsolidationReply, lambda q, r: consolidation_problem(q, r, max_chars, records, model)  # type: ignore[arg-type]
+        )
         tally.add(stats)
         for case, answer in zip(cases, answers, strict=True):
             case.answer = answer
-            self._judge_case(ctx, case)
+            self._judge_case(ctx, case, model)
         self._attach_vectors(ctx, [c for c in cases if c.unit is not None])
 
-    def _judge_case(self, ctx: PhaseContext, case: ClusterCase) -> None:
+    def _judge_case(self, ctx: PhaseContext, case: ClusterCase, model: bool) -> None:
         answer = case.answer
         assert answer is not None
         reply = answer.reply
@@ -496,7 +525,8 @@ class ConsolidatePhase:
             return
         assert isinstance(reply, ConsolidationReply)
         # a fresh reply was checked when it arrived (ask_all's `valid`); a cached one meets today's caps too
-        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars) if answer.cached else None
+        records = {n.id: n for n in case.notes}
+        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model) if answer.cached else None
         if problem:
             case.verdict, case.why = "invalid", problem
             return
@@ -776,22 +806,25 @@ def _note_text(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
     return texts[note.id]
 
 
-def _contested(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> set[str]:
-    """Return the clustered notes that contradict an Active note of their partition by the offline rules.
+def _contested(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> dict[str, str]:
+    """Return the clustered notes that hold a conflicting value with an Active note of their partition (offline), with why.
 
+    Only conflicts the authority rule may settle count (an unsure one goes to review either way).
     Such a note is not consolidated this run: the contradiction phase settles the pair with the
     notes' own dates, access counts and protection, which a merged note would change (its
     AccessCount is the sum of its sources). Only pairs at cosine >= `threshold` (the lower of the
     two phase thresholds) are read, in blocks.
     """
-    contested: set[str] = set()
+    contested: dict[str, str] = {}
     notes = pv.notes
     for i, j, _ in pairs(pv.vectors, threshold):
         a, b = notes[i], notes[j]
-        if (a.id in clustered or b.id in clustered) and not {a.id, b.id} <= contested:
-            if find_conflict(_note_text(texts, a).sentences, _note_text(texts, b).sentences) is not None:
-                contested.update((a.id, b.id))
-    return contested & clustered
+        if (a.id in clustered or b.id in clustered) and not {a.id, b.id} <= contested.keys():
+            found = conflict(_note_text(texts, a), _note_text(texts, b))
+            if found is not None and found.certain:  # an unsure one goes to review whether merged or not
+                for note in (a, b):
+                    contested.setdefault(note.id, found.reason)
+    return {note_id: why for note_id, why in contested.items() if note_id in clustered}
 
 
 def _settled_now(

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Optional, Sequence
 
 import sqlalchemy as sa
 from pydantic import ValidationError
 
+from memctl.authority import Authority, authority, days
 from memctl.blas import single_thread
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.replies import ContradictionReply
@@ -45,7 +46,8 @@ from memctl.phases.asking import Answer, Question, ask_all, question_key
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
-from memctl.phases.safety import duplicates, loser_keeps, uniformity
+from memctl.llm.offline_merge import note_text
+from memctl.phases.safety import loser_keeps, uniformity
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
@@ -53,12 +55,11 @@ from memctl.similarity import GUID, pairs
 from memctl.store import models as m
 from memctl.store.engine import read
 from memctl.store.verdicts import VerdictCache
+from memctl.text.decide import Guard, verdict_guard
 
 NAME = "contradictions"
 STEP_NAME = "Detect Note Contradictions"
 KIND = "contradiction"
-#: notes created more than this far apart: the newer one is the current truth (FR-022)
-SUPERSEDE_AFTER = timedelta(days=7)
 #: the namespace of review-row IDs: one row per pair, so its ID is derived from the pair
 REVIEW_NS = uuid.UUID("0b6c2f1e-4d0a-5c43-9a7e-6d656d63746c")
 
@@ -79,32 +80,6 @@ class Candidate:
     def priority(self) -> tuple:
         """Sort key: pairs touching new or changed notes first, then the most similar, then by IDs."""
         return (not self.new, -self.similarity, *sorted(self.ids))
-
-
-@dataclass(frozen=True)
-class Authority:
-    """Which note of a contradictory pair is the current truth, and by which rule."""
-
-    winner: NoteRecord
-    loser: NoteRecord
-    rule: str
-
-
-def authority(a: NoteRecord, b: NoteRecord) -> Optional[Authority]:
-    """Apply FR-022: newer by more than 7 days, else more accessed; None when neither decides."""
-    gap = abs(a.created_at - b.created_at)
-    if gap > SUPERSEDE_AFTER:
-        newer, older = (a, b) if a.created_at > b.created_at else (b, a)
-        return Authority(newer, older, f"the newer note (created {_days(gap)} later)")
-    if a.access_count != b.access_count:
-        more, less = (a, b) if a.access_count > b.access_count else (b, a)
-        return Authority(more, less, f"the more used note (accessed {more.access_count} times vs {less.access_count})")
-    return None
-
-
-def _days(gap: timedelta) -> str:
-    days = gap.total_seconds() / 86400
-    return f"{days:.0f} days" if days >= 10 else f"{days:.1f} days"
 
 
 def protection(note: NoteRecord) -> Optional[str]:
@@ -185,6 +160,9 @@ class Tally:
     flagged: int = 0
     skipped_revoked: int = 0
     duplicates: int = 0
+    #: verdicts between notes that name different subjects: never applied
+    vetoed: int = 0
+    veto_reasons: list[str] = field(default_factory=list)
     distrusted: int = 0
     distrust_reason: str = ""
 
@@ -320,6 +298,7 @@ class ContradictionPhase:
             "lowConfidence": tally.low_confidence,
             "skippedNoteAlreadyRevoked": tally.skipped_revoked,
             "duplicatesNotContradictions": tally.duplicates,
+            "verdictsVetoed": tally.vetoed,
             "verdictsDistrusted": tally.distrusted,
             "failedReplies": stats.failed,
             "pairsLeftForNextRun": left,
@@ -332,10 +311,13 @@ class ContradictionPhase:
             f"{plural(tally.found, 'contradiction')}: {tally.resolved} resolved, {tally.flagged} flagged for review"
             + (f"; {stats.failed} failed replies" if stats.failed else "")
             + (f"; {left} left for the next run (max {plan.input['maxPairs']} asked per run)" if left else "")
+            + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
             + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
         )
         if tally.distrust_reason:
             plan.output["distrustReason"] = tally.distrust_reason
+        if tally.veto_reasons:
+            plan.output["vetoReasons"] = tally.veto_reasons[:10]
         if stats.asked and stats.failed == stats.asked:
             # the judge gave no usable answer at all: broken configuration or server, an operator must know
             plan.outcome = "failed"
@@ -364,7 +346,7 @@ class ContradictionPhase:
         floor = settings.confidence_floor
         replies = [answer.reply for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
         uniform = uniformity([r.isContradiction for r in replies], settings.uniform_min_pairs, settings.uniform_share)
-        contradictions: list[tuple[Candidate, ContradictionReply]] = []
+        contradictions: list[tuple[Candidate, ContradictionReply, Guard]] = []
         for pair, answer in judged:
             reply = answer.reply
             if not isinstance(reply, ContradictionReply) or not reply.isContradiction:
@@ -373,10 +355,18 @@ class ContradictionPhase:
                 tally.low_confidence += 1
                 continue
             tally.found += 1
-            if duplicates(pair.a, pair.b):
+            # hard evidence checks every judge's verdict (DESIGN 4, "Decisions")
+            guard = verdict_guard(note_text(pair.a), note_text(pair.b))
+            if guard.action == "duplicate":
                 tally.duplicates += 1  # the same facts twice: consolidation's business, never a revocation
                 continue
-            contradictions.append((pair, reply))
+            if guard.action == "veto":
+                tally.vetoed += 1
+                tally.veto_reasons.append(f"notes {pair.a.id} and {pair.b.id}: {guard.reason}")
+                continue
+            if guard.action == "apply" and reply.review:
+                guard = Guard("flag", "the offline rules are not sure the value is single, so only a person may say which holds")
+            contradictions.append((pair, reply, guard))
         if uniform.distrusted:
             tally.distrusted = len(contradictions)
             tally.distrust_reason = uniform.reason()
@@ -385,13 +375,16 @@ class ContradictionPhase:
         units: list[Unit] = []
         revoked: set[str] = set()
         to_flag: list[tuple[Candidate, ContradictionReply, str]] = []
-        for pair, reply in contradictions:
+        for pair, reply, guard in contradictions:
             if revoked & set(pair.ids):
                 tally.skipped_revoked += 1
                 continue
+            if guard.action == "flag":
+                to_flag.append((pair, reply, guard.reason))
+                continue
             decided = authority(pair.a, pair.b)
             if decided is None:
-                apart = _days(abs(pair.a.created_at - pair.b.created_at))
+                apart = days(abs(pair.a.created_at - pair.b.created_at))
                 why = f"neither note has authority (created {apart} apart, both accessed {pair.a.access_count} times)"
                 to_flag.append((pair, reply, why))
                 continue

@@ -12,8 +12,8 @@ Two rules, both deterministic and both applied after the judge has answered:
    conflicts is the judgement a weak model gets wrong, and a person resolves the flag in seconds.
    Two notes that state the same facts are duplicates, never a contradiction: such a verdict is
    not acted on (consolidation merges duplicates).
-   "States" is the retention test of `memctl eval`: the winner has a sentence holding every
-   content word of the loser's sentence in order, with no extra negation (memctl/evaluate.py).
+   "States": the winner has a sentence holding every content word of the loser's sentence in
+   order, with no extra negation (memctl.text.statement.states; `memctl eval` grades with its own).
 
    With `consolidate_keep_every_sentence` (for weak local models), a consolidation reply is
    held to the same test: a merged note that does not state every sentence of the notes it
@@ -35,18 +35,15 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from memctl.records import NoteRecord
+from memctl.temporal import normalise
+from memctl.text.statement import split_sentences, statement, states
 
 
 def _sentences(note: NoteRecord) -> list[tuple[str, tuple[str, ...]]]:
-    from memctl.temporal import normalise
-
     return _text_sentences(normalise(note.note, note.created_at))
 
 
 def _text_sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    from memctl.evaluate import statement
-    from memctl.llm.offline import split_sentences
-
     pieces = split_sentences(text) or [text]
     return [(piece, statement(piece)) for piece in pieces]
 
@@ -57,8 +54,6 @@ def unstated(note: NoteRecord, by: NoteRecord) -> list[str]:
 
 
 def unstated_text(sentences: Sequence[tuple[str, tuple[str, ...]]], theirs: Sequence[tuple[str, ...]]) -> list[str]:
-    from memctl.evaluate import states
-
     return [text for text, words in sentences if words and not any(states(other, words) for other in theirs)]
 
 
@@ -66,11 +61,6 @@ def merge_loses(sources: Sequence[NoteRecord], merged: str) -> list[str]:
     """Return the sentences of `sources` that the merged note does not state (consolidate_keep_every_sentence)."""
     theirs = [words for _, words in _text_sentences(merged)]
     return [text for note in sources for text in unstated_text(_sentences(note), theirs)]
-
-
-def duplicates(a: NoteRecord, b: NoteRecord) -> bool:
-    """Return whether `a` and `b` state the same facts (each states every sentence of the other)."""
-    return not unstated(a, b) and not unstated(b, a)
 
 
 def loser_keeps(loser: NoteRecord, winner: NoteRecord) -> Optional[str]:

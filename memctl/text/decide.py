@@ -56,7 +56,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text import english, lexicon
-from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences
+from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem
 from memctl.text.tokens import normal
 
 T = TypeVar("T")
@@ -145,9 +145,19 @@ def _kana(words: Sequence[str]) -> bool:
     return bool(words) and all(len(w) == 1 and ord(w) in _HIRAGANA for w in words)
 
 
-def _grammar(left: Sequence[str], right: Sequence[str]) -> bool:
-    """Say whether a place differs only in hiragana (particles, verb endings): a wording, not a value."""
-    return (_kana(left) or not left) and (_kana(right) or not right) and bool(left or right)
+#: a difference in hiragana only, this short, after a kanji or katakana word, is grammar (a particle, a verb ending)
+GRAMMAR_KANA = 3
+
+
+def _grammar(left: Sequence[str], right: Sequence[str], before: str = "") -> bool:
+    """Say whether a place differs only in a few hiragana after a kanji or katakana word: a particle or a verb
+    ending ("は" / "が", "する" / "します"), a wording, not a value. Hiragana words ("おじいちゃん" /
+    "おばあちゃん") and longer endings ("している" / "をやめた") are not."""
+    if not (left or right) or len(left) > GRAMMAR_KANA or len(right) > GRAMMAR_KANA:
+        return False
+    if not ((_kana(left) or not left) and (_kana(right) or not right)):
+        return False
+    return bool(before) and not (len(before) == 1 and ord(before) in _HIRAGANA)
 
 
 def _small(words: Sequence[str], spaceless: bool) -> bool:
@@ -186,13 +196,15 @@ def compare(a: Sentence, b: Sentence) -> Decision:
     places, added, sides = diff.places, diff.added, diff.sides
     hard_a, hard_b = _hard_difference(a, b)
     differing = places + diff.additions
-    hard_places = [p for p in differing if (set(p.left) | set(p.right)) & (a.hard | b.hard)]
+    hard_places = [p for p in differing if (set(p.left) | set(p.right)) & (a.hard | b.hard) or _next_to_hard(p, x, y, a, b)]
     if template and rule is None and any(_in_subject(p, x, y, a, b, "hard") for p in hard_places):
         shown = hard_a or hard_b or sorted({w for p in hard_places for w in p.left + p.right})
         return Decision(DIFFERENT, f"different subjects: {', '.join(hard_a or shown)} / {', '.join(hard_b or shown)}",
                         evidence="hard", template=True, sentences=pair)
-    only_hard = all(set(p.left + p.right) <= a.hard | b.hard for p in diff.additions)
-    if template and hard_a and hard_b and (rule is not None or (len(places) == 1 and only_hard)):
+    only_hard = all(set(p.left + p.right) <= a.hard | b.hard or _next_to_hard(p, x, y, a, b) for p in diff.additions)
+    amended = not places and diff.additions and all(_next_to_hard(p, x, y, a, b) for p in diff.additions)
+    if template and ((hard_a and hard_b) or amended) and (rule is not None or (len(places) == 1 and only_hard) or amended):
+        hard_a, hard_b = hard_a or [lexicon.join(p.left) for p in diff.additions if p.left], hard_b or [lexicon.join(p.right) for p in diff.additions if p.right]
         va, vb = (rule.value_a, rule.value_b) if rule is not None else (", ".join(hard_a), ", ".join(hard_b))
         shown = rule.reason() if rule is not None else f'one template, different values: "{a.text}" / "{b.text}" ({va} / {vb})'
         return Decision(
@@ -204,23 +216,27 @@ def compare(a: Sentence, b: Sentence) -> Decision:
         return Decision(DIFFERENT, f"different subjects: {', '.join(hard_a)} / {', '.join(hard_b)}", evidence="hard",
                         template=True, sentences=pair)
     names_a, names_b = a.names - b.names, b.names - a.names
-    if template and (names_a or names_b) and not (rule is not None and rule.kind == "competing_value"):
+    exclusive = lexicon.clash(a.raw, b.raw, True, True)
+    if template and (names_a or names_b) and not (rule is not None and rule.kind == "competing_value") and not exclusive:
         named = [p for p in differing if (set(p.left) | set(p.right) | _within(names_a | names_b, p.left + p.right)) & (names_a | names_b)]
         single = len(places) == 1 and not diff.additions and named == places
-        if any(_in_subject(p, x, y, a, b, "name") for p in named) or (names_a and names_b and not single):
+        # a name that ends both sentences is a value even when something else changed ("lives in Lyon" / "moved to Bordeaux")
+        ending = all(_ends(p, x, y) for p in named)
+        if any(_in_subject(p, x, y, a, b, "name") for p in named) or (names_a and names_b and not single and not ending):
             return Decision(DIFFERENT, f"different subjects: {', '.join(sorted(names_a))} / {', '.join(sorted(names_b))}",
                             evidence="name", template=True, sentences=pair)
     # words on both sides only ("from sales" / "from the legal department") differ like a replaced place
     both = diff.additions if len(sides) == 2 else []
     subject = next((p for p in places + both if _in_subject(p, x, y, a, b, "plain")), None) or next(
         (p for p in diff.inflected if _in_subject(p, x, y, a, b, "inflected")), None)
-    if template and subject is not None and rule is None and not lexicon.clash(a.raw, b.raw, True, True):
+    if template and subject is not None and rule is None and not exclusive:
         return Decision(DIFFERENT, f"different subjects: {_joined(subject.left, spaceless)} / {_joined(subject.right, spaceless)}",
                         evidence="position", template=True, sentences=pair)
-    if not template and rule is None:
+    related = bool(set(_content_index(x, len(x))) & set(_content_index(y, len(y))) - a.hard - b.hard)
+    if not template and rule is None and related:
         open_a, open_b = opening_hard(a) - b.hard, opening_hard(b) - a.hard
         if open_a or open_b:  # "Проект «Орбита»" / "Проект «Орбита-2»": one names what the other does not
-            return Decision(DIFFERENT, f"different subjects: {', '.join(sorted(open_a))} / {', '.join(sorted(open_b))}",
+            return Decision(DIFFERENT, f"different subjects: {', '.join(sorted(open_a)) or '(none)'} / {', '.join(sorted(open_b)) or '(none)'}",
                             evidence="hard", sentences=pair)
     # two capitalised first words name two subjects ("Globex ..." / "Initech ...", "Sofía, la hija ..." / "Bruno, el hijo ..."),
     # unless each is only a capital by position: a word the other sentence uses too ("Formule de l'abonné" / "L'abonné ... la formule")
@@ -235,7 +251,11 @@ def compare(a: Sentence, b: Sentence) -> Decision:
         # the same words but for the negation; the denying side may add words ("no longer ...
         # anymore", "keine Berichte mehr"), the affirming side may not (it would be narrower)
         denying = "a" if a.negations else "b"
-        extra = {w for p in diff.additions for w in p.left + p.right} if not places and sides <= {denying} else None
+        # in Japanese the verb ending changes around the negation ("受け取っている" / "受け取らなくなった"): hiragana aside
+        kana_free = [p for p in places if not (_kana(p.left) and _kana(p.right))]
+        additions = [p for p in diff.additions if not _kana(p.left + p.right)]
+        sides = {"a" if p.left else "b" for p in additions}
+        extra = {w for p in additions for w in p.left + p.right} if not kana_free and sides <= {denying} else None
         if x == y or (rule is not None and rule.kind == "negation") or (extra is not None and extra <= lexicon.NEGATION_COMPANIONS):
             reason = rule.reason() if rule is not None else f'Negation of the same statement: "{a.text}" vs "{b.text}".'
             return Decision(CONFLICT, f"conflicting values: {reason}", kind="negation", slot="statement", values=pair, certain=True,
@@ -329,8 +349,9 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
         right = tuple(w for w in y[j1:j2] if w not in lexicon.FREE_WORDS)
         if not left and not right:
             continue  # a determiner or possessive swapped ("each" / "every", "his" / "the")
+        previous = x[i1 - 1] if i1 else ""
         if left and right:
-            if lexicon.synonyms(left, right) or _grammar(left, right):
+            if lexicon.synonyms(left, right) or _grammar(left, right, previous):
                 continue
             if _inflection(left, right):
                 # names are not inflected forms of each other ("Ana" / "Anja", "Faro" / "Farola")
@@ -346,7 +367,7 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
         else:
             words = left or right
             other = sy if left else sx
-            if set(words) <= other or _kana(words) or set(words) <= _LINKS:
+            if set(words) <= other or (_kana(words) and _grammar(left, right, previous)) or set(words) <= _LINKS:
                 continue  # moved, a particle, a preposition
             diff.additions.append(_Place(left, right, i1, j1))
     return diff
@@ -366,9 +387,11 @@ def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Opt
     (inflections and abbreviations count), and words of its own on each side. Without a model
     nothing tells a new value in other words from a second fact, so a person decides (review).
     """
-    if a.hedged or b.hedged or not a.words or not b.words or (a.hard ^ b.hard):
+    if a.hedged or b.hedged or not a.words or not b.words or opening_hard(a) ^ opening_hard(b):
         return None
     same_subject = a.words[0] == b.words[0] or (_inflection_or_same(a.words[0], b.words[0]) and a.words[0] not in a.capitals)
+    if (a.caseless or b.caseless) and len(a.words) > 1 and len(b.words) > 1:
+        same_subject = same_subject or a.words[1] == b.words[1]  # verb first (Arabic): the subject comes second
     anchors_a, anchors_b = _anchors(a), _anchors(b)
     if not same_subject:
         # the subject is named elsewhere in one of them ("The plan of the customer is Basic." / "The customer moved to Premium."):
@@ -378,6 +401,13 @@ def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Opt
     shared = [w for w in anchors_a if any(_inflection_or_same(w, v) for v in anchors_b)]
     if not same_subject and len(shared) < 2:
         return None
+    if same_subject and not shared and (lexicon.changes(a.raw) or lexicon.changes(b.raw)):
+        # "lives in Lisbon" / "has moved to Porto": a change said of the same subject supersedes something
+        return Decision(
+            CONFLICT, f'one subject, and one note says it changed: "{a.text}" / "{b.text}"; only a person may say what it replaced',
+            kind="temporal_supersession", slot="change", values=(a.text, b.text), evidence="unsure", confidence=UNCERTAIN_CONFIDENCE,
+            sentences=(a.text, b.text),
+        )
     own_a = [w for w in anchors_a if not any(_inflection_or_same(w, v) for v in anchors_b)]
     own_b = [w for w in anchors_b if not any(_inflection_or_same(w, v) for v in anchors_a)]
     if denying is not None:
@@ -392,8 +422,8 @@ def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Opt
     return Decision(
         CONFLICT, f'one subject, one attribute ({lexicon.join(shared[:3])}), other words: "{a.text}" / "{b.text}"; the rules cannot '
         "tell a new value from a second fact, so only a person may settle it", kind="competing_value", slot=lexicon.join(shared[:3]),
-        values=(lexicon.join(own_a[:3]), lexicon.join(own_b[:3])), evidence="unsure", confidence=UNCERTAIN_CONFIDENCE,
-        sentences=(a.text, b.text),
+        values=(lexicon.join(own_a[:3]), lexicon.join(own_b[:3])), evidence="hard" if a.hard ^ b.hard else "unsure",
+        confidence=UNCERTAIN_CONFIDENCE, sentences=(a.text, b.text),
     )
 
 
@@ -425,44 +455,76 @@ _TOPIC_PARTICLES = frozenset({"は", "が"})
 def _in_subject(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, b: Sentence, kind: str = "plain") -> bool:
     """Say whether a differing place lies in what the sentences are about rather than in what they say of it.
 
-    On either side, it does when it opens the sentence; when only generic subject words ("user",
-    "account", "the room") and function words come before it (or names too, when the place holds
-    a name or a number: "Lucía Fernández" / "Lucía Hernández"); in Japanese, when it comes before
-    the topic particle (は, が); in a script without spaces or capitals, when it lies in the first
-    third and no honorific ("女士", "さん") closes a name before it; for a number or ID, when it lies
-    in the first third. A place that ends the sentence is a value on that side ("prefers tea" /
-    "prefers coffee", "the owner is Omar Haddad" / "Chloe Martin").
+    `kind` is what differs there: "hard" (a number, ID, e-mail, URL or date), "name", "inflected"
+    (one word with another ending: "mweber" / "mwebert") or "plain". On either side the place is
+    the subject when it opens the sentence (an inflected word there is rather a verb: "Incluye" /
+    "No incluyas"), or when:
+    - hard: the word right before it names a subject ("Account 1000", "the website store.zahra.ae",
+      "账户1000") and is in the same clause; "has 12 seats", "Budget: 1,200 €" are values;
+    - name, inflected: only generic subject words ("user", "account", "the room") and names come
+      before it ("Lucía Fernández" / "Lucía Hernández", "user mweber" / "user mwebert");
+    - plain: it qualifies a name, in parentheses or after a preposition ("Maria Lopez (sales)",
+      "Наталья Козлова из отдела продаж");
+    - in Japanese, it comes before the topic particle (は, が); in Chinese, it lies in the first
+      quarter with no honorific ("女士") closing a name before it; in a script without capitals
+      (Arabic), in the first third: names cannot be seen there, so the opening words must do.
+    A place that ends the sentence is a value on that side ("prefers tea" / "prefers coffee", "the
+    owner is Omar Haddad" / "Chloe Martin").
     """
     for words, start, length, sentence in ((x, place.i, len(place.left), a), (y, place.j, len(place.right), b)):
         if not length and kind == "plain":
             continue
         before = _content_index(words, start)
         if not before:
+            if kind == "inflected":
+                continue  # one word inflected where the sentence opens is a verb ("Incluye" / "No incluyas")
             return True
         after = words[start + length:]
         if not [w for w in after if w not in lexicon.FREE_WORDS and w not in lexicon.FUNCTION_WORDS]:
             continue  # it ends the sentence: a value, on this side
         if any(w in _TOPIC_PARTICLES for w in words):
-            if any(w in _TOPIC_PARTICLES for w in after) and not any(w in _TOPIC_PARTICLES for w in words[:start]):
+            if place.left and place.right and any(w in _TOPIC_PARTICLES for w in after) and not any(w in _TOPIC_PARTICLES for w in words[:start]):
                 return True
             continue
         generic = all(w in lexicon.OPENER_WORDS or lexicon.subject_noun(w) for w in before)
         named = all(w in lexicon.OPENER_WORDS or lexicon.subject_noun(w) or w in sentence.capitals for w in before)
+        if kind == "hard":
+            # the word right before it, filler included ("Account 1000" names; "is 150", "has 12", "Budget: 3" give a value)
+            at = sentence.word_raw[start] if start < len(sentence.word_raw) else len(sentence.raw)
+            previous = sentence.raw[at - 1] if at else ""
+            same_clause = start < len(sentence.word_clauses) and sentence.word_clauses[start - 1] == sentence.word_clauses[start]
+            if same_clause and (lexicon.subject_noun(previous) or stem(previous) in sentence.names):
+                return True
+            if sentence.spaceless and lexicon.ends_with_subject_noun("".join(before)):
+                return True
+            continue
+        if kind in ("name", "inflected") and (generic or named):
+            return True
         # a qualifier of a name: in parentheses, or led by a preposition ("Maria Lopez (sales)", "Козлова из отдела продаж")
         qualifier = start < len(sentence.word_parens) and sentence.word_parens[start] or (start and words[start - 1] in lexicon.FUNCTION_WORDS)
-        if kind in ("hard", "name", "inflected") and (generic or named):
-            return True  # "Account 1000", "Lucía Fernández", "user mweber" / "user mwebert"
-        if kind == "plain" and named and qualifier:
+        if kind == "plain" and named and qualifier and any(w in sentence.names for w in before):
             return True
         content = len(_content_index(words, len(words)))
-        if kind == "hard" and len(before) <= content / 3:
-            return True
-        # names are invisible in scripts without capitals: only the opening words can name the subject there
         if sentence.spaceless and len(before) < content / 4 and not "".join(before).endswith(lexicon.HONORIFICS):
             return True
         if sentence.caseless and len(before) < content / 3:
             return True
     return False
+
+
+def _next_to_hard(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, b: Sentence) -> bool:
+    """Say whether words added on one side stand right after a number ("7点" / "7点半", "at 7" / "at 7 sharp"): the number's value changed."""
+    if place.left and place.right:
+        return False
+    words, at, hard = (x, place.i, a.hard) if place.left else (y, place.j, b.hard)
+    # right after it, or after its one-character unit ("7点半", "3時半")
+    return bool(at) and (words[at - 1] in hard or (at > 1 and words[at - 2] in hard and len(words[at - 1]) == 1))
+
+
+def _ends(place: _Place, x: Sequence[str], y: Sequence[str]) -> bool:
+    """Say whether a place ends both sentences (only function and free words after it)."""
+    rest = list(x[place.i + len(place.left):]) + list(y[place.j + len(place.right):])
+    return all(w in lexicon.FREE_WORDS or w in lexicon.FUNCTION_WORDS for w in rest)
 
 
 def _hard_difference(a: Sentence, b: Sentence) -> tuple[list[str], list[str]]:
@@ -555,7 +617,20 @@ def _decide(a: NoteText, b: NoteText) -> Decision:
         return Decision(SAME, "each note states every sentence of the other", template=True)
     if b_in_a or a_in_b:
         return Decision(ELABORATION, "one note states every sentence of the other", template=True)
-    findings = [compare(x, y) for x in sa for y in sb]
+    # each sentence is judged against the other note's sentences; one that the other note states
+    # (the same fact) is settled, and its pairings with the other note's other sentences do not count
+    findings = []
+    shares = False
+    for y in sb:
+        found = [compare(x, y) for x in sa]
+        settled = any(d.relation == SAME for d in found)
+        shares = shares or settled
+        findings += found if not settled else []
+    for x in sa:
+        found = [compare(x, y) for y in sb]
+        if any(d.relation == SAME for d in found):
+            findings = [d for d in findings if d.sentences[0] != x.text]
+    findings = findings or [compare(x, y) for x in sa for y in sb]
     worst = min(findings, key=_rank)
     if worst.relation in (DIFFERENT, CONFLICT):
         return worst
@@ -563,7 +638,7 @@ def _decide(a: NoteText, b: NoteText) -> Decision:
     open_b = frozenset().union(*(opening_hard(s) for s in sb)) - a.hard
     if open_a and open_b:
         return Decision(DIFFERENT, f"different subjects: {', '.join(sorted(open_a))} / {', '.join(sorted(open_b))}", evidence="hard")
-    if any(d.relation in (SAME, ELABORATION) for d in findings) and not any(d.template and d.relation == COMPLEMENTARY for d in findings):
+    if (shares or any(d.relation in (SAME, ELABORATION) for d in findings)) and not any(d.template and d.relation == COMPLEMENTARY for d in findings):
         return Decision(ELABORATION, "the notes share a statement and add others", template=True)
     if worst.relation == COMPLEMENTARY and worst.template:
         return worst

@@ -53,6 +53,7 @@ _PREAMBLE = re.compile(r"^\s*([^:：\n]{1,60}?)\s*[:：]\s+(?=\S)")
 #: what separates the clauses of one sentence: a cue in one clause says nothing of a value in another
 _PARENS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|（[^（）]*）")
 _CLAUSE_BREAK = re.compile(r"[,;:，；、،]|\s[-–—]\s")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ELISION = re.compile(r"^(l|d|n|j|m|t|s|c|qu|jusqu|lorsqu|puisqu)'(.+)$")
 _POSSESSIVE_OPENER = re.compile(r"^\W*([^\W\d_][\w-]*)['’]s\b")
 _LATIN = re.compile(r"^[a-zà-öø-ÿ'-]+$")
@@ -115,6 +116,8 @@ class Sentence:
     single_clauses: frozenset[int] = frozenset()
     #: each of `words` stands inside parentheses or brackets ("Maria Lopez (sales)")
     word_parens: tuple[bool, ...] = ()
+    #: where each of `words` stands in `raw` (filler included)
+    word_raw: tuple[int, ...] = ()
 
 
 def _split(token: Token) -> list[str]:
@@ -128,17 +131,19 @@ def _split(token: Token) -> list[str]:
 
 
 def body(text: str) -> str:
-    """Return a sentence without its "Label:" preamble, when the label is short, names nothing (no number, ID or name
-    after its first word) and what follows is a sentence (3+ words): "Confirmed:", not "Ticket #4512:" or "Anna Weber:"."""
+    """Return a sentence without its "Label:" preamble: a label of label words ("Confirmed:", "Per the account team:",
+    "Noted again:") before a sentence of 3+ words; never "Ticket #4512:", "Budget:" or "Anna Weber:"."""
     match = _PREAMBLE.match(text)
     if not match:
         return text
     label = tokens(match.group(1))
-    if len(label) > 6 or any(t.hard for t in label) or any(t.capital for t in label[1:]) or len(tokens(text[match.end():])) < 3:
+    # a date says when it was noted ("Said in passing on 2026-03-14:"); any other number or ID is what the note is about
+    if len(label) > 7 or any(t.hard and not _DATE.match(t.norm) for t in label) or len(tokens(text[match.end():])) < 3:
         return text
-    if len(label) == 1 and label[0].capital and label[0].norm not in lexicon.OPENER_WORDS and not lexicon.FILLER_ENTRIES.whole((label[0].norm,)):
-        return text  # "Anna: prefers email": a name, not a label
-    return text[match.end():]
+    # only a label that says who noted it or how, never what the note is about ("Budget: 500 EUR", "Anna: prefers email")
+    if all(lexicon.label_word(t.norm) or _DATE.match(t.norm) for t in label):
+        return text[match.end():]
+    return text
 
 
 @lru_cache(maxsize=131072)
@@ -175,6 +180,7 @@ def analyse(text: str) -> Sentence:
     signed: list[str] = []
     word_clauses: list[int] = []
     word_parens: list[bool] = []
+    word_raw: list[int] = []
     negations = existential = 0
     i = 0
     while i < len(raw):
@@ -206,6 +212,7 @@ def analyse(text: str) -> Sentence:
             signed.append(content)
             word_clauses.append(clause_of[i])
             word_parens.append(paren_of[i])
+            word_raw.append(i)
         i += step
     hard_seq = tuple(t.norm for t in toks if t.hard or (t.kind == WORD and t.norm in lexicon.MONTHS))
     hard = frozenset(hard_seq)
@@ -240,6 +247,7 @@ def analyse(text: str) -> Sentence:
         caseless=is_caseless(expanded) and not any(t.capital for t in toks),
         word_clauses=tuple(word_clauses),
         word_parens=tuple(word_parens),
+        word_raw=tuple(word_raw),
         single_clauses=frozenset(clause_of[start] for start, _ in lists["single"]),
     )
 

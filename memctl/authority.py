@@ -1,0 +1,44 @@
+"""The authority rule (FR-022): which of two conflicting notes is the current truth.
+
+Created more than 7 days apart: the newer one. Otherwise the more accessed one. Otherwise
+neither (a person decides: `memctl review`). Both LLM phases read it: the contradiction phase to
+pick a winner, consolidation to check that a merged note keeps the value this rule keeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Optional
+
+from memctl.records import NoteRecord
+
+#: notes created more than this far apart: the newer one is the current truth (FR-022)
+SUPERSEDE_AFTER = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Which note of a contradictory pair is the current truth, and by which rule."""
+
+    winner: NoteRecord
+    loser: NoteRecord
+    rule: str
+
+
+def authority(a: NoteRecord, b: NoteRecord) -> Optional[Authority]:
+    """Apply FR-022: newer by more than 7 days, else more accessed; None when neither decides."""
+    gap = abs(a.created_at - b.created_at)
+    if gap > SUPERSEDE_AFTER:
+        newer, older = (a, b) if a.created_at > b.created_at else (b, a)
+        return Authority(newer, older, f"the newer note (created {days(gap)} later)")
+    if a.access_count != b.access_count:
+        more, less = (a, b) if a.access_count > b.access_count else (b, a)
+        return Authority(more, less, f"the more used note (accessed {more.access_count} times vs {less.access_count})")
+    return None
+
+
+def days(gap: timedelta) -> str:
+    """Return a gap as the rule's messages write it ("14 days", "2.5 days")."""
+    count = gap.total_seconds() / 86400
+    return f"{count:.0f} days" if count >= 10 else f"{count:.1f} days"
