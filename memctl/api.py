@@ -187,9 +187,10 @@ def _require_known_actions(engine: Engine, run_id: str) -> None:
 
 
 def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:
-    """Drop cached vectors (all, or one model's) and, with `verdicts`, cached LLM verdicts; return rows removed.
+    """Drop cached vectors (all, or one model's) and, with `verdicts`, cached LLM verdicts and question pauses; return rows removed.
 
-    Safe at any time: a cache only saves work; the next run embeds (and asks) again.
+    Safe at any time: a cache only saves work; the next run embeds (and asks) again, paused
+    questions included.
     """
     import sqlalchemy as sa
 
@@ -205,6 +206,7 @@ def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool 
         removed["vectors"] = conn.execute(query).rowcount
         if verdicts:
             removed["verdicts"] = conn.execute(sa.delete(m.verdict)).rowcount
+            removed["question pauses"] = conn.execute(sa.delete(m.pause)).rowcount
     return removed
 
 

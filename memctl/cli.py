@@ -577,7 +577,7 @@ app.add_typer(cache_app, name="cache")
 @guarded
 def cache_clear(
     model: Optional[str] = typer.Option(None, "--model", help="Only the vectors of this embedding model.", metavar="NAME"),
-    verdicts: bool = typer.Option(False, "--verdicts", help="Also drop cached LLM verdicts (they are asked again)."),
+    verdicts: bool = typer.Option(False, "--verdicts", help="Also drop cached LLM verdicts and question pauses (they are asked again)."),
 ) -> None:
     """Drop cached vectors (e.g. after the embedding model changed behind the same name); the next run embeds again."""
     removed = api.clear_cache(_state().settings(), model=model, verdicts=verdicts)

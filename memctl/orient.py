@@ -12,7 +12,6 @@ from sqlalchemy.engine import Engine
 
 from memctl.agent import agent_id as memctl_agent
 from memctl.agent import require_agent
-from memctl.errors import UsageError
 from memctl.gate import check_gate
 from memctl.records import note_record
 from memctl.runs import resolve_run_id

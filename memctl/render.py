@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from rich.console import Console, ConsoleDimensions
 from rich.text import Text
 
+from memctl.phases.asking import ask_again_text
 from memctl.pipeline import PhaseReport
 from memctl.preview import Entry, RecordText
 from memctl.report import printable
@@ -119,6 +120,9 @@ def print_run(console: Console, run: Mapping[str, Any], steps: Sequence[Any]) ->
             _emit(console, [Text(printable(f"{pad}   input: " + json.dumps(step.input, default=str)))])
         if step.output:
             _emit(console, [Text(printable(f"{pad}   output: " + json.dumps(step.output, default=str)))])
+        again = step.output.get("askAgainAt") if isinstance(step.output, Mapping) else None
+        if again and isinstance(again, Mapping):
+            _emit(console, [Text(printable(f"{pad}   paused after unusable replies, asked again: {ask_again_text(again)}"))])
         for child in step.children:
             add(child, depth + 1)
 

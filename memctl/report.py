@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from sqlalchemy.engine import Engine
 
+from memctl.phases.asking import ask_again_text
 from memctl.pipeline import RunReport
 from memctl.preview import Entry, run_entries
 
@@ -57,6 +58,8 @@ class PhaseView:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     error: Optional[str] = None
     entries: list[Entry] = field(default_factory=list)
+    #: when the questions paused after unusable replies are asked again (the step's "askAgainAt")
+    ask_again: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +73,11 @@ class ReportView:
     started_at: Optional[str] = None
     dry_run: bool = False
     phases: list[PhaseView] = field(default_factory=list)
+
+
+def _ask_again(data: Any) -> dict[str, Any]:
+    again = data.get("askAgainAt") if isinstance(data, Mapping) else None
+    return dict(again) if isinstance(again, Mapping) else {}
 
 
 def _counts(data: Any) -> dict[str, Any]:
@@ -86,7 +94,7 @@ def from_run_report(report: RunReport) -> ReportView:
         changed = len(p.rows) if dry else p.applied
         view.phases.append(PhaseView(
             title=f"{p.step_name} ({p.phase})", outcome=p.outcome, message=p.message, changed=changed,
-            counts=_counts(p.output), skipped=list(p.skipped), error=p.error, entries=list(p.entries),
+            counts=_counts(p.output), skipped=list(p.skipped), error=p.error, entries=list(p.entries), ask_again=_ask_again(p.output),
         ))
     return view
 
@@ -101,7 +109,7 @@ def from_stored_run(engine: Engine, run: Mapping[str, Any], steps: Sequence[Any]
         view.phases.append(PhaseView(
             title=step.name, outcome=str(output.get("outcome") or step.status), changed=applied if isinstance(applied, int) else None,
             counts=_counts(output), skipped=[(s["record"], s["reason"]) for s in output.get("skippedRecords") or []],
-            error=step.error, entries=by_step.get(step.id, []),
+            error=step.error, entries=by_step.get(step.id, []), ask_again=_ask_again(output),
         ))
     return view
 
@@ -132,6 +140,8 @@ def markdown(view: ReportView) -> str:
         if p.counts:
             lines.append("Counts: " + ", ".join(f"{md(str(k))} {md(_number(v))}" for k, v in p.counts.items()))
             lines.append("")
+        if p.ask_again:
+            lines += [f"Paused after unusable replies, asked again: {md(ask_again_text(p.ask_again))}", ""]
         shown = [e for e in p.entries if e.kind != "flag"]
         flags = [e for e in p.entries if e.kind == "flag"]
         flagged += flags

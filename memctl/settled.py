@@ -3,8 +3,8 @@
 Most of a large store is the same from one night to the next. Re-planning an unchanged partition
 decodes its vectors, re-clusters it and re-derives every question only to find each answer in the
 verdict cache and nothing to do. So when a phase plans a partition and finds nothing to do, with
-every question answered (none failed, none left for a later run), it records a *settled mark*: a
-key that hashes everything that planning depends on —
+every question answered (none failed, none paused after an unusable reply, none left for a later
+run), it records a *settled mark*: a key that hashes everything that planning depends on —
 
 - the phase and a version of this rule;
 - the settings that can change a plan (`plan_settings`: thresholds, cluster sizes, embedder,
@@ -47,8 +47,10 @@ from memctl.store import models as m
 from memctl.store.engine import read, write
 from memctl.store.verdicts import VerdictCache
 
-#: bump when what a settled mark covers changes: every old mark is then ignored
-VERSION = 1
+#: bump when what a settled mark covers changes: every old mark is then ignored. 2 (issue 28):
+#: a settled partition's cached verdicts pass the copy checks; older marks may rest on cached
+#: copies of a prompt's example, which are now asked again
+VERSION = 2
 
 #: settings that cannot change what a phase plans (how it runs, where, when, and secrets)
 RUNTIME_SETTINGS = frozenset(

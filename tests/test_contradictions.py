@@ -417,13 +417,16 @@ def test_a_reply_naming_other_notes_or_malformed_changes_nothing(db: Db, stub: L
     export_records(db.engine, after, ["note"])
     assert after.getvalue() == before.getvalue() and reviews(db) == []
     phase = report.phases[0]
-    assert phase.output["failedReplies"] == 1 and phase.output["contradictionsFound"] == 0
-    assert phase.outcome == "failed" and report.exit_code == 1  # no usable answer at all: the operator must know
+    assert phase.output["failedReplies"] == phase.output["unusableReplies"] == 1 and phase.output["contradictionsFound"] == 0
+    # an unusable reply is not an outage (issue 28): the pair is left alone, the step counts it, the run exits 0
+    assert phase.outcome == "done" and report.exit_code == 0
     with db.engine.connect() as conn:
         cached = conn.execute(sa.select(sa.func.count()).select_from(m.verdict).where(~m.verdict.c.Kind.startswith("share:"))).scalar_one()
-        assert cached == 0  # neither the reply nor a settled mark: asked again next run
+        assert cached == 0  # neither the reply nor a settled mark
     stub.responder = answer_with(lambda notes: CONTRADICTION)
-    detect(db, with_llm(db, stub))
+    paused = detect(db, with_llm(db, stub)).phases[0]  # the next night: paused, not asked
+    assert len(stub.chat_requests) == 1 and paused.output["questionsPaused"] == 1 and store.status(old) == "Active"
+    detect(db, at(with_llm(db, stub), NOW + days(2)))  # asked again once the pause is over
     assert len(stub.chat_requests) == 2 and store.status(old) == "Revoked" and store.status(new) == "Active"
 
 

@@ -29,7 +29,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 import pytest
 import sqlalchemy as sa

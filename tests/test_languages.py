@@ -19,7 +19,7 @@ from factory import NOW, Store, at
 
 from memctl import api
 from memctl.store import models as m
-from memctl.text.tokens import NUMBER, tokens
+from memctl.text.tokens import tokens
 from memctl.verify import verify
 
 

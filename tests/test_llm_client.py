@@ -250,6 +250,23 @@ def test_unparseable_replies_are_errors_and_not_retried(stub: LLMStub, reply: Re
     assert result.reply is None
     assert expected_error in result.error
     assert result.calls == 1 and stub.pending == 1
+    # the model answered, unusably (issue 28: not an outage), unless no completion came at all
+    assert result.answered == (expected_error != "malformed response") and not result.outage
+
+
+@pytest.mark.parametrize(
+    "fault,outage",
+    [(Reply.error(500, "model crashed"), False), (Reply.error(503, "overloaded"), True), (Reply.error(401, "bad key"), False),
+     (Reply.connection_reset(), True), (Reply.slow(1.0), False)],
+    ids=["500-twice", "503", "401", "reset", "timeout"],
+)  # fmt: skip
+def test_a_call_that_gets_no_completion_is_not_an_answer(stub: LLMStub, fault: Reply, outage: bool) -> None:
+    stub.script(fault, fault)
+    result = ask(make_client(stub, timeout=0.3, max_retries=1))
+    assert result.reply is None and not result.answered and result.outage == outage
+    stub.clear()
+    stub.script(Reply.json(NOT_CONTRADICTION))
+    assert ask(make_client(stub)).answered
 
 
 @pytest.mark.parametrize(

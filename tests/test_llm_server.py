@@ -6,18 +6,22 @@ port, and stops it afterwards. The model is tiny and slow on two shared cores, s
 are small and the eval is limited. What is asserted is the path, not the model's quality:
 every reply is parsed or rejected with a reason, no HTTP call outlives its deadline, and
 nothing harmful is applied (verify passes, no scope widens, every fact of a revoked note is
-stated by an Active note or under review). Figures go to MEMCTL_LLM_REPORT when it is set.
+stated by an Active note or under review). A reply the model gets wrong is unusable, not an
+outage (issue 28): the run exits 0 and the step counts it. Figures go to MEMCTL_LLM_REPORT when
+it is set.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 
 from conftest import Db, make_db
-from factory import NOW, Store, at
+from factory import NOW, Store, at, days
 from memctl import api
 from memctl.phases.safety import _sentences, unstated_text
 from memctl.records import NoteRecord
@@ -93,10 +97,10 @@ def db(tmp_path: Path) -> Iterator[Db]:
     store.engine.dispose()
 
 
-def settings_for(db: Db, base: str, log: Path, **changes: Any) -> Any:
+def settings_for(db: Db, base: str, log: Path, now: datetime = NOW, **changes: Any) -> Any:
     # a one-slot local server: one request at a time, a generous deadline, no retry of a slow answer
     return at(
-        db.settings, NOW, llm_base_url=base, llm_model=MODEL, llm_api_key="unused", llm_concurrency=1, llm_timeout=TIMEOUT,
+        db.settings, now, llm_base_url=base, llm_model=MODEL, llm_api_key="unused", llm_concurrency=1, llm_timeout=TIMEOUT,
         llm_max_retries=0, llm_context_tokens=8192, llm_log=str(log), consolidate_keep_every_sentence=True, **changes,
     )  # fmt: skip
 
@@ -180,12 +184,11 @@ def test_consolidate_against_the_local_model(db: Db, server: str, tmp_path: Path
     out = report.phases[0].output
     # every cluster's reply was used or rejected with a reason
     assert out["clustersFound"] == out["clustersConsolidated"] + out["clustersDeclined"] + out["clustersInvalid"] + out["clustersFailed"] >= 1
-    if out["clustersConsolidated"] + out["clustersDeclined"]:
-        assert report.status == "completed"
-    else:  # no usable answer at all: the phase fails, saying why (issue 13), and changes nothing
-        assert report.status == "failed" and "every judge call failed" in (report.phases[0].error or ""), report.phases[0].error
-        assert out["notesCreated"] == 0 and out["notesRevoked"] == 0
-    FIGURES["consolidate"] = {**{k: out[k] for k in ("clustersFound", "clustersConsolidated", "clustersDeclined", "clustersInvalid", "clustersFailed", "llmFormatFallbacks")},
+    # fewer than five questions: an unusable reply is counted, not a failure (issue 28); only an outage fails
+    assert out["unusableReplies"] == out["clustersInvalid"]
+    assert report.status == ("failed" if out["clustersFailed"] == out["questionsAsked"] else "completed"), report.phases[0].error
+    FIGURES["consolidate"] = {**{k: out[k] for k in ("clustersFound", "clustersConsolidated", "clustersDeclined", "clustersInvalid", "clustersFailed",
+                                                      "unusableReplies", "llmFormatFallbacks")},
                               "rejected": rejected(report)}  # fmt: skip
     assert_calls_bounded(log, "consolidateCalls")
     assert_harmless(db)
@@ -198,7 +201,7 @@ def test_contradictions_against_the_local_model(db: Db, server: str, tmp_path: P
     phase = report.phases[0]
     out = phase.output
     assert out["questionsAsked"] >= 1 and out["pairsAnalysed"] + out["failedReplies"] == out["questionsAsked"] + out["cached"]
-    FIGURES["contradictions"] = {**{k: out.get(k) for k in ("questionsAsked", "pairsAnalysed", "failedReplies", "contradictionsFound",
+    FIGURES["contradictions"] = {**{k: out.get(k) for k in ("questionsAsked", "pairsAnalysed", "failedReplies", "unusableReplies", "contradictionsFound",
                                                             "contradictionsResolved", "contradictionsFlagged", "duplicatesNotContradictions",
                                                             "verdictsDistrusted", "llmFormatFallbacks")}, "rejected": out.get("failures", [])}  # fmt: skip
     assert_calls_bounded(log, "contradictionCalls")
@@ -234,11 +237,116 @@ def test_dream_against_the_local_model(db: Db, server: str, tmp_path: Path) -> N
     plant(db)
     log = tmp_path / "llm.jsonl"
     report = api.dream(settings_for(db, server, log, contradiction_threshold=0.3), force=True, engine=db.engine)
-    # an LLM phase whose every reply was rejected fails (exit 1, so cron tells someone); the others still run
+    # an LLM phase fails (exit 1, so cron tells someone) only when the model could not be reached or
+    # when five or more questions all got unusable replies (issue 28); the others still run
     failed = [p for p in report.phases if p.outcome == "failed"]
     assert [p.phase for p in report.phases] == ["consolidate", "contradictions", "prune", "archive"]
-    assert all("every judge call failed" in (p.error or "") for p in failed), [p.error for p in failed]
+    assert all(re.search("could not be reached|no usable answer", p.error or "") for p in failed), [p.error for p in failed]
+    assert all(p.output["questionsAsked"] >= 5 or "could not be reached" in (p.error or "") for p in failed)
     assert report.exit_code == (1 if failed else 0)
     FIGURES["dream"] = {"exitCode": report.exit_code, "phases": {p.phase: p.message for p in report.phases}, "rejected": rejected(report)}
     assert_calls_bounded(log, "dreamCalls")
     assert_harmless(db)
+
+
+#: one store, one partition (user) per language: three wordings of one fact, two account notes with numbers
+LANGUAGES = {
+    "en": (["Alice wants a short email summary every Friday.", "Alice wants a short email summary every Friday afternoon.",
+            "Every Friday Alice wants a short summary by email."],
+           ["Account 1000 uses the billing module.", "Account 1009 uses the reporting module."]),
+    "de": (["Anna möchte jeden Freitag eine kurze Zusammenfassung per E-Mail.", "Anna möchte jeden Freitagnachmittag eine kurze Zusammenfassung per E-Mail.",
+            "Jeden Freitag möchte Anna eine kurze Zusammenfassung per E-Mail."],
+           ["Konto 1000 nutzt das Abrechnungsmodul.", "Konto 1009 nutzt das Berichtsmodul."]),
+    "es": (["Ana quiere un breve resumen por correo electrónico cada viernes.", "Ana quiere un breve resumen por correo electrónico cada viernes por la tarde.",
+            "Cada viernes Ana quiere un breve resumen por correo electrónico."],
+           ["La cuenta 1000 usa el módulo de facturación.", "La cuenta 1009 usa el módulo de informes."]),
+    "fr": (["Anne veut un court résumé par e-mail chaque vendredi.", "Anne veut un court résumé par e-mail chaque vendredi après-midi.",
+            "Chaque vendredi, Anne veut un court résumé par e-mail."],
+           ["Le compte 1000 utilise le module de facturation.", "Le compte 1009 utilise le module de rapports."]),
+    "zh": (["李华希望每周五收到一封简短的邮件摘要。", "李华希望每周五下午收到一封简短的邮件摘要。", "李华希望每周五都收到一封简短的邮件摘要。"],
+           ["账户1000使用计费模块。", "账户1009使用报表模块。"]),
+    "ja": (["花子は毎週金曜日に短いメール要約を受け取りたい。", "花子は毎週金曜日の午後に短いメール要約を受け取りたい。", "花子は毎週金曜日に短いメールの要約を受け取りたい。"],
+           ["アカウント1000は請求モジュールを使う。", "アカウント1009はレポートモジュールを使う。"]),
+}  # fmt: skip
+#: uncached contradiction questions per night: with the six clusters, a dozen questions over two nights, a
+#: few minutes on two free cores (3-200 s a question; far more when the cores are shared, hence the timeout)
+NIGHT_PAIRS = 3
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> set[str]:
+    """Return the words of `text`, case-folded; a run of CJK characters counts as its characters."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.casefold()):
+        out.update(word if re.search(r"[\u3040-\u30ff\u3400-\u9fff]", word) else [word])
+    return out
+
+
+def invented(db: Db) -> list[str]:
+    """Return, per note memctl created, the words none of its sources holds."""
+    by_id = {str(r["ID"]).lower(): r for r in rows(db)}
+    found = []
+    for r in by_id.values():
+        if r["DerivedFromNoteIDs"]:
+            sources = set().union(*(words(by_id[i.lower()]["Note"]) for i in json.loads(r["DerivedFromNoteIDs"])))
+            new = words(r["Note"]) - sources
+            if new:
+                found.append(f"{r['Note']!r}: {sorted(new)}")
+    return found
+
+
+@pytest.mark.timeout(3600)
+def test_two_nights_in_six_languages_exit_0_lose_no_fact_and_invent_none(db: Db, server: str, tmp_path: Path) -> None:
+    """Issue 28: a weak model's unusable replies are counted and paused; neither night fails, nothing is lost or invented."""
+    store = Store(db.engine)
+    agent = store.agent()
+    language_of = {}
+    for language, (fact, accounts) in LANGUAGES.items():
+        scope = {"AgentID": agent, "UserID": store.user(language)}
+        for i, text in enumerate(fact):
+            language_of[store.note(text, age_days=12 - i, **scope).lower()] = language
+        for text in accounts:
+            language_of[store.note(text, age_days=5, **scope).lower()] = language
+    log = tmp_path / "llm.jsonl"
+    nights = []
+    for night in range(2):
+        started = time.monotonic()
+        settings = settings_for(db, server, log, NOW + days(night), max_pairs=NIGHT_PAIRS)
+        report = api.dream(settings, force=True, engine=db.engine)
+        with db.engine.connect() as conn:
+            paused = conn.execute(sa.select(sa.func.count()).select_from(m.pause)).scalar_one()
+        outputs = {p.phase: p.output for p in report.phases}
+        nights.append({
+            "exitCode": report.exit_code, "seconds": round(time.monotonic() - started, 1), "pausedQuestionsAfter": paused,
+            "applied": sum(p.applied for p in report.phases[:2]),
+            "phases": {p.phase: p.message for p in report.phases[:2]},
+            "counts": {phase: {k: outputs[phase].get(k) for k in ("questionsAsked", "cacheHits", "cached", "unusableReplies", "failedReplies",
+                                                                   "questionsPaused", "clustersFound", "clustersConsolidated", "clustersDeclined",
+                                                                   "clustersInvalid", "clustersPaused", "contradictionsFound", "contradictionsResolved",
+                                                                   "contradictionsFlagged", "pairsLeftForNextRun") if k in outputs[phase]}
+                       for phase in ("consolidate", "contradictions")},
+            "rejected": rejected(report)[:12],
+        })  # fmt: skip
+        FIGURES["sixLanguages"] = {"nights": nights}
+        assert report.exit_code == 0, (report.message, [p.error for p in report.phases])
+        # the steps count the unusable replies: every rejected reply that arrived (a call that timed out is not one)
+        consolidate, contradictions = outputs["consolidate"], outputs["contradictions"]
+        assert consolidate["unusableReplies"] == consolidate["clustersInvalid"]
+        transport = [f for f in contradictions.get("failures", []) if re.search(r"timed out|connection error|HTTP \d{3}", f)]
+        assert contradictions.get("unusableReplies", 0) == contradictions.get("failedReplies", 0) - len(transport)
+        if night == 1:
+            # last night's questions with unusable replies are paused, not asked again (all of them when nothing changed)
+            unusable = sum(counts.get("unusableReplies", 0) for counts in nights[0]["counts"].values())
+            paused_now = consolidate["questionsPaused"] + contradictions.get("questionsPaused", 0)
+            assert paused_now == unusable if not nights[0]["applied"] else paused_now <= unusable
+        assert_harmless(db)
+        assert invented(db) == []
+    final = rows(db)
+    FIGURES["sixLanguages"]["languages"] = {
+        language: {status: sum(1 for r in final if language_of.get(str(r["ID"]).lower()) == language and r["Status"] == status)
+                   for status in ("Active", "Revoked")}
+        | {"created": sum(1 for r in final if r["DerivedFromNoteIDs"] and
+                          language_of.get(json.loads(r["DerivedFromNoteIDs"])[0].lower()) == language)}
+        for language in LANGUAGES
+    }  # fmt: skip
+    assert_calls_bounded(log, "sixLanguagesCalls")

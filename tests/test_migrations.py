@@ -13,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from conftest import Db, make_db
+from factory import NOW
 from memctl.errors import SchemaBehindError
 from memctl.settings import replace
 from memctl.store import models as m
@@ -57,6 +58,34 @@ def test_postgresql_and_sqlite_ddl_render() -> None:
     assert "TIMESTAMP WITH TIME ZONE" in pg and "UUID" in pg
     lite = schema.upgrade_sql("sqlite", None)
     assert 'CREATE TABLE "AIAgentNote"' in lite and "memctl_alembic_version" in lite
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_a_store_at_0001_gets_the_pause_table_and_keeps_its_rows(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Issue 28's migration: 0001 -> 0002 adds memctl_pause and nothing else; `--sql` on such a store renders only that."""
+    store = make_db(backend, tmp_path, schema=request.getfixturevalue("pg_schema") if backend == "postgresql" else None, migrate=False)
+    schema.upgrade(store.engine, store.settings, "0001")
+    row = {"CacheKey": "k" * 64, "Kind": "contradiction", "Model": "m", "Reply": "{}", "CreatedAt": NOW}
+    with store.engine.begin() as conn:
+        conn.execute(m.verdict.insert().values(**row))
+    script = schema.database_upgrade_sql(store.engine, store.settings)
+    assert "memctl_pause" in script and "AIAgentNote" not in script and "memctl_verdict" not in script
+    mssql = schema.database_upgrade_sql(store.engine, store.settings, "mssql")
+    assert "[AskAgainAt] DATETIMEOFFSET NOT NULL" in mssql and "version_num='0002'" in mssql
+    before, after = schema.upgrade(store.engine, store.settings)
+    assert (before, after) == ("0001", "0002") == ("0001", schema.head_revision())
+    tables = set(sa.inspect(store.engine).get_table_names(schema=store.settings.db_schema))
+    assert "memctl_pause" in tables
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(m.verdict.c.CacheKey)).scalars().all() == [row["CacheKey"]]
+    store.engine.dispose()
+
+
+def test_mssql_ddl_of_the_pause_migration() -> None:
+    ddl = schema.upgrade_sql("mssql", "__mj", "0001:0002")
+    assert "CREATE TABLE __mj.memctl_pause (" in ddl and "[CacheKey] NVARCHAR(64) NOT NULL" in ddl and "PRIMARY KEY ([CacheKey])" in ddl
+    assert "[Reason] NVARCHAR(max) NULL" in ddl and "NTEXT" not in ddl
+    assert "AIAgentNote" not in ddl and "UPDATE __mj.memctl_alembic_version SET version_num='0002'" in ddl
 
 
 def test_a_database_behind_head_is_refused_with_the_command_to_run(pg_schema: str, tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from memctl import api
 from memctl.llm.budget import split_to_fit
 from memctl.llm.judge import LLMJudge
 from memctl.llm.replies import ContradictionReply
-from memctl.records import NoteRecord
 from memctl.verify import verify
 from test_llm_client import KEY, make_client, note
 

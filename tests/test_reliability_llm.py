@@ -320,9 +320,9 @@ def test_injected_note_text_travels_only_as_escaped_data(db: Db) -> None:
         report = api.dream(settings, force=True, engine=db.engine)
         requests = stub.chat_requests
     assert sum(p.applied for p in report.phases) == 0
-    # the one consolidation reply was invalid: every reply of the phase invalid is a failed phase (issue 13)
-    assert report.exit_code == 1 and report.phases[0].outcome == "failed"
-    assert report.phases[0].output["clustersInvalid"] == 1
+    # the one consolidation reply was unusable: counted, nothing applied, and no outage (issue 28)
+    assert report.exit_code == 0 and report.phases[0].outcome == "done"
+    assert report.phases[0].output["clustersInvalid"] == report.phases[0].output["unusableReplies"] == 1
     assert report.phases[1].output["questionsAsked"] == 6
     assert audit(db.engine, baseline) == [] and snapshot(db.engine) == baseline
 

@@ -118,7 +118,7 @@ def test_settled_partitions_are_never_read_with_their_vectors_and_changed_ones_a
     def vector(v: list[float]) -> dict[str, Any]:
         return {"EmbeddingModelID": model, "EmbeddingVector": json.dumps(v)}
 
-    facts = ["likes tea", "likes tea with milk", "likes tea in the morning"]  # one subject, no conflicting values (issue 13)
+    facts = ["likes tea", "likes tea with milk", "really likes tea"]  # one fact and one note stating more of it (issue 24)
     alices = [store.note(f"alice {facts[i]}", AgentID=agent, UserID=alice, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
     bobs = [store.note(f"bob {facts[i]}", AgentID=agent, UserID=bob, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
     settings = {"embed_provider": "stored", "embed_model": model}
@@ -238,8 +238,10 @@ def test_dreams_with_marks_end_exactly_like_dreams_that_replan_everything(exampl
         else:
             raise AssertionError("the LLM phases never reached a fixpoint")
         consolidate_step, contradictions_step = llm_phases(day, stub)
-    assert consolidate_step.output["clustersFound"] == 0 and consolidate_step.output["absorptionsChecked"] == 0
-    assert contradictions_step.input["candidatePairs"] == 0
+    # a cluster or pair whose reply was unusable is paused (issue 28): found again, not asked, and its partition not settled
+    assert consolidate_step.output["clustersFound"] == consolidate_step.output.get("clustersPaused", 0)
+    assert consolidate_step.output["absorptionsChecked"] == 0 and consolidate_step.output["llmCalls"] == 0
+    assert contradictions_step.input["candidatePairs"] == contradictions_step.output.get("questionsPaused", 0)
     skipped = consolidate_step.input.get("partitionsSettled", 0) + contradictions_step.input.get("partitionsSettled", 0)
     event(f"partitions skipped by marks in the final run: {min(skipped, 3)}{'+' if skipped >= 3 else ''}")
 

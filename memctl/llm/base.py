@@ -37,6 +37,9 @@ class JudgeResult(Generic[R]):
     #: the request failed for a transient reason after every retry (timeouts, dropped connections,
     #: 429, 5xx): the server is failing, so asking the same questions again one by one would not help
     outage: bool = False
+    #: the model answered (a completion arrived), whether or not it could be used: a reply that
+    #: is not the schema, cut off or empty is unusable, not an outage (DESIGN 4)
+    answered: bool = False
 
 
 class Judge(Protocol):

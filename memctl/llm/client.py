@@ -389,7 +389,7 @@ class LLMClient:
             except CallDropped as exc:
                 reason, retryable, hint = f"connection error: {self._describe(exc)}", True, None
             except ReplyTooLarge as exc:
-                return self._failure(f"reply too large ({exc})", usage, calls, raw=exc.head, retried=False)
+                return self._failure(f"reply too large ({exc})", usage, calls, raw=exc.head, retried=False, answered=True)
             except Exception as exc:  # noqa: BLE001 - a per-call failure must not abort the phase
                 reason = f"malformed response: {type(exc).__name__}: {self._describe(exc)}"
                 return self._failure(reason, usage, calls, retried=False)
@@ -626,7 +626,7 @@ class LLMClient:
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             return self._failure("malformed response: no choices[0].message", usage, calls, retried=False)
         if not isinstance(content, str) or not content.strip():
-            return self._failure(f"empty reply (finish_reason={finish})", usage, calls, retried=False)
+            return self._failure(f"empty reply (finish_reason={finish})", usage, calls, retried=False, answered=True)
         if len(content) > self.max_reply_chars:
             return self._failure(
                 f"reply too large ({len(content)} chars > {self.max_reply_chars})",
@@ -634,13 +634,14 @@ class LLMClient:
                 calls,
                 raw=content[:2000],
                 retried=False,
+                answered=True,
             )
         text = strip_fences(content)
         try:
             parsed = json.loads(text)
         except ValueError as exc:
             note = " (finish_reason=length: reply cut off)" if finish == "length" else ""
-            return self._failure(f"reply is not JSON: {exc}{note}", usage, calls, raw=content, retried=False)
+            return self._failure(f"reply is not JSON: {exc}{note}", usage, calls, raw=content, retried=False, answered=True)
         try:
             reply = reply_model.model_validate(parsed)
         except ValidationError as exc:
@@ -653,15 +654,16 @@ class LLMClient:
                 calls,
                 raw=content,
                 retried=False,
+                answered=True,
             )
-        return JudgeResult(reply=reply, usage=usage, calls=calls, raw=content)
+        return JudgeResult(reply=reply, usage=usage, calls=calls, raw=content, answered=True)
 
     def _failure(
-        self, reason: str, usage: Usage, calls: int, raw: Optional[str] = None, retried: bool = True
+        self, reason: str, usage: Usage, calls: int, raw: Optional[str] = None, retried: bool = True, answered: bool = False
     ) -> JudgeResult:
         if retried and calls > 1:
             reason = f"{reason} (gave up after {calls} calls)"
-        return JudgeResult(reply=None, error=self._scrub(reason), usage=usage, calls=calls, raw=raw)
+        return JudgeResult(reply=None, error=self._scrub(reason), usage=usage, calls=calls, raw=raw, answered=answered)
 
     def _describe(self, exc: BaseException) -> str:
         if isinstance(exc, openai.APIStatusError) and isinstance(exc.body, dict):

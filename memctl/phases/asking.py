@@ -1,9 +1,18 @@
 """Ask a judge many questions: cached answers first, then concurrent calls, new answers cached.
 
 Both LLM phases ask this way. A question whose key (kind, template hash, model, inputs) is in
-the verdict cache is never asked again. The rest are asked with bounded concurrency; a reply
-that parses and that the phase's `valid` check accepts is cached, anything else is reported as
-an error for that question only and asked again next run.
+the verdict cache is never asked again, as long as its cached reply still passes today's checks
+(one that does not is forgotten and the question asked again). The rest are asked with bounded
+concurrency; a reply that parses, copies nothing (memctl/llm/copies.py) and that the phase's
+`valid` check accepts is cached, anything else is reported as an error for that question only.
+
+An unusable reply is not an outage (DESIGN 4). A reply that arrived but cannot be used (not the
+schema, cut off, a copy of the prompt's example or of the input, invalid by the phase's checks)
+leaves its unit as it is, is counted (`unusableReplies`) and pauses its question
+(memctl/store/pauses.py): it is not asked again until the pause ends (`questionsPaused`), and a
+usable reply ends the pause. A question whose call failed (transport error, timeout, HTTP
+error) is asked again next run. A phase fails (`no_usable_answer`) only when the LLM could not be
+reached at all, or when every one of at least `UNUSABLE_FAILS` questions got an unusable reply.
 
 What the LLM client did meanwhile (retries, timeouts, response-format fallbacks, concurrency
 back-offs, deterministic errors not retried) is taken from its counters before and after, so a
@@ -34,13 +43,16 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from datetime import datetime
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ValidationError
 
 from memctl.llm.base import Judge, JudgeResult, Usage
+from memctl.llm.copies import copied_example, examples_for
 from memctl.phases.base import PhaseContext
 from memctl.stopping import RunStopped, gather
+from memctl.store.pauses import Pause, Pauses
 from memctl.store.verdicts import VerdictCache, verdict_key
 
 log = logging.getLogger(__name__)
@@ -64,8 +76,8 @@ class Question:
     #: reason goes only to Comments and review rows, which the operator reads.
     group: Optional[str] = None
     #: why this question's raw reply text cannot be used (e.g. it names notes outside the
-    #: question), or None; applied to a batched answer's own entry (a single ask checks in `ask`)
-    vet: Optional[Callable[[str], Optional[str]]] = None
+    #: question), or None; applied to a single reply's text and to a batched answer's own entry
+    vet: Optional[Callable[[Optional[str]], Optional[str]]] = None
 
 
 @dataclass
@@ -80,24 +92,83 @@ class Answer:
     calls: int = 0
     #: how many questions shared the request that answered this one (0: asked alone)
     batch: int = 0
+    #: a reply arrived but cannot be used (not the schema, cut off, a copy, invalid by the
+    #: phase's checks): the question is paused, and it is no outage
+    unusable: bool = False
+    #: the question was not asked: an earlier reply to it was unusable and its pause has not ended
+    paused: Optional[Pause] = None
 
 
 @dataclass
 class AskStats:
     asked: int = 0
     cached: int = 0
+    #: questions asked that got no usable answer: unusable replies and failed calls
     failed: int = 0
+    #: of `failed`, the questions whose reply arrived but could not be used (now paused)
+    unusable: int = 0
+    #: questions not asked: paused after an earlier unusable reply
+    paused: int = 0
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     #: the LLM client's counters over these questions: llmRetries, llmTimeouts, llmFormatFallbacks, ...
     client: dict[str, int] = field(default_factory=dict)
+    #: when the paused questions (paused now or before) are asked again: time -> how many
+    ask_again: dict[datetime, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         return {
             "llmCalls": self.calls, "questionsAsked": self.asked, "cacheHits": self.cached, "failedReplies": self.failed,
+            "unusableReplies": self.unusable, "questionsPaused": self.paused,
             "promptTokens": self.usage.prompt_tokens, "completionTokens": self.usage.completion_tokens, "tokens": self.usage.total,
             **self.client,
         }
+
+    def will_ask_again(self, pause: Pause) -> None:
+        self.ask_again[pause.ask_again_at] = self.ask_again.get(pause.ask_again_at, 0) + 1
+
+
+#: a phase whose every question got an unusable reply fails once it asked at least this many:
+#: one or two garbled replies say little about the model, five in a row say it is not answering
+UNUSABLE_FAILS = 5
+
+
+def no_usable_answer(asked: int, failed: int, unusable: int) -> Optional[str]:
+    """Return why a phase that asked `asked` questions must fail, or None (DESIGN 4).
+
+    Only when no question got a usable answer: "unreachable" when no reply arrived at all
+    (every call a transport error, timeout or HTTP error after its retries), "unusable" when
+    replies arrived and at least `UNUSABLE_FAILS` questions were asked. A few unusable replies
+    leave their units as they are and the run goes on.
+    """
+    if not asked or failed < asked:
+        return None
+    if not unusable:
+        return "unreachable"
+    return "unusable" if asked >= UNUSABLE_FAILS else None
+
+
+#: how many dates the step output lists under "askAgainAt"
+ASK_AGAIN_SHOWN = 20
+
+
+def ask_again_output(ask_again: dict[datetime, int]) -> dict[str, int]:
+    """Return when paused questions are asked again as step output: ISO time -> questions, earliest first."""
+    return {when.isoformat(): count for when, count in sorted(ask_again.items())[:ASK_AGAIN_SHOWN]}
+
+
+def ask_again_text(ask_again: Mapping[str, Any]) -> str:
+    """Return a step's "askAgainAt" in words: "1 question from 2026-03-03 02:00 UTC, 2 from ..."."""
+    parts = []
+    for when, count in sorted(ask_again.items())[:3]:
+        try:
+            shown = datetime.fromisoformat(when).strftime("%Y-%m-%d %H:%M UTC")
+        except (TypeError, ValueError):
+            shown = str(when)
+        parts.append(f"{count} from {shown}")
+    more = len(ask_again) - len(parts)
+    text = ", ".join(parts) + (f" and {more} later" if more > 0 else "")
+    return text.replace(" from ", " question from " if text.startswith("1 ") else " questions from ", 1)
 
 
 #: client counter -> step output key
@@ -129,30 +200,88 @@ def question_key(judge: Judge, question: Question) -> str:
     return verdict_key(question.kind, judge.template_hash(question.kind), judge.model, question.inputs)
 
 
+Check = Callable[[Question, BaseModel], Optional[str]]
+
+
+@dataclass
+class Triage:
+    """Which questions are answered from the cache, which are paused, which must be asked."""
+
+    keys: list[str]
+    #: index -> the cached reply, which passes today's checks
+    cached: dict[int, BaseModel]
+    #: keys whose cached reply does not pass them any more: forgotten once asked again
+    stale: set[str]
+    #: the pauses recorded for the questions not answered from the cache (ended ones too)
+    pauses: dict[str, Pause]
+    #: indices of questions paused now: not asked this run
+    paused: list[int]
+    #: indices of questions to ask
+    fresh: list[int]
+
+
+def reply_check(judge: Judge, questions: Sequence[Question], valid: Check) -> Check:
+    """Return the check every reply must pass: it copies no example of the prompt, and the phase's `valid`."""
+    examples = {kind: examples_for(judge, kind) for kind in {q.kind for q in questions}}
+
+    def check(question: Question, reply: BaseModel) -> Optional[str]:
+        return copied_example(examples[question.kind], reply.model_dump(mode="json"), question.inputs) or valid(question, reply)
+
+    return check
+
+
+def triage(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], reply_model: type[BaseModel], check: Check) -> Triage:
+    """Sort `questions` into cached, paused and to ask (reads only)."""
+    keys = [question_key(judge, q) for q in questions]
+    stored = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
+    cached: dict[int, BaseModel] = {}
+    stale: set[str] = set()
+    rest: list[int] = []
+    for i, key in enumerate(keys):
+        if key in stored:
+            try:
+                reply = reply_model.model_validate(stored[key])
+            except ValidationError:
+                reply = None  # an entry this memctl cannot read any more: ask again
+            if reply is not None and check(questions[i], reply) is None:
+                cached[i] = reply
+                continue
+            stale.add(key)
+        rest.append(i)
+    pauses = Pauses(ctx.engine, ctx.dry_run).get_many(keys[i] for i in rest)
+    paused = [i for i in rest if keys[i] in pauses and pauses[keys[i]].ask_again_at > ctx.now]
+    waiting = set(paused)
+    return Triage(keys, cached, stale, pauses, paused, [i for i in rest if i not in waiting])
+
+
 def ask_all(
     ctx: PhaseContext,
     judge: Judge,
     questions: Sequence[Question],
     reply_model: type[BaseModel],
-    valid: Callable[[Question, BaseModel], Optional[str]] = lambda q, r: None,
+    valid: Check = lambda q, r: None,
     cacheable: Callable[[BaseModel], bool] = lambda r: True,
 ) -> tuple[list[Answer], AskStats]:
-    """Answer every question, in order; return the answers and what it cost."""
-    cache = VerdictCache(ctx.engine, ctx.dry_run)
-    keys = [question_key(judge, q) for q in questions]
-    cached = cache.get_many(keys)
+    """Answer every question, in order; return the answers and what it cost.
+
+    A paused question is not asked: its answer has no reply and carries the pause.
+    """
+    check = reply_check(judge, questions, valid)
+    sorted_out = triage(ctx, judge, questions, reply_model, check)
+    keys = sorted_out.keys
     answers: list[Optional[Answer]] = [None] * len(questions)
     stats = AskStats()
-    to_ask: list[int] = []
-    for i, key in enumerate(keys):
-        if key in cached:
-            try:
-                answers[i] = Answer(key, reply_model.model_validate(cached[key]), cached=True)
-                stats.cached += 1
-                continue
-            except ValidationError:
-                pass  # an entry this memctl cannot read any more: ask again
-        to_ask.append(i)
+    for i, reply in sorted_out.cached.items():
+        answers[i] = Answer(keys[i], reply, cached=True)
+        stats.cached += 1
+    for i in sorted_out.paused:
+        pause = sorted_out.pauses[keys[i]]
+        replies = "reply" if pause.unusable == 1 else "replies"
+        why = f"paused: {pause.unusable} unusable {replies} in a row, asked again from {pause.ask_again_at.isoformat()}"
+        answers[i] = Answer(keys[i], error=why, paused=pause)
+        stats.paused += 1
+        stats.will_ask_again(pause)
+    to_ask = sorted_out.fresh
 
     def one(i: int) -> Answer:
         question = questions[i]
@@ -162,9 +291,10 @@ def ask_all(
             return Answer(keys[i], error=f"{type(exc).__name__}: {exc}")
         answer = Answer(keys[i], result.reply, result.error, usage=result.usage, calls=result.calls)
         if answer.reply is not None and answer.error is None:
-            problem = valid(question, answer.reply)
+            problem = (question.vet(result.raw) if question.vet is not None else None) or check(question, answer.reply)
             if problem:
                 answer.error, answer.reply = problem, None
+        answer.unusable = answer.reply is None and (result.answered or result.reply is not None)
         return answer
 
     def many(indices: list[int]) -> list[tuple[int, Answer, bool]]:
@@ -203,7 +333,7 @@ def ask_all(
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
             answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
             found = by_item.get(k + 1, [])
-            answer.error = _entry_problem(questions[i], found, reply_model, valid, answer)
+            answer.error = _entry_problem(questions[i], found, reply_model, check, answer)
             out.append((i, answer, answer.error is not None))
         if not result.outage and all(again for _, _, again in out):
             _refused(judge)
@@ -239,13 +369,13 @@ def ask_all(
         # Keep what was answered before the stop, so the next run does not ask it again; a
         # failure to do so must not hide why the run stopped.
         try:
-            _tally(ctx, judge, questions, [i for i in to_ask if answers[i] is not None], answers, cacheable, cache, stats)
+            _tally(ctx, judge, questions, [i for i in to_ask if answers[i] is not None], answers, cacheable, sorted_out, stats)
         except Exception:  # noqa: BLE001
             pass
         raise
     finally:
         ctx.reporter.finish()
-    _tally(ctx, judge, questions, to_ask, answers, cacheable, cache, stats)
+    _tally(ctx, judge, questions, to_ask, answers, cacheable, sorted_out, stats)
     stats.client = counters_since(judge, before)
     batched = sum(len(job) for job in jobs if len(job) > 1)
     if batched:
@@ -257,10 +387,10 @@ def ask_all(
 
 def _tally(
     ctx: PhaseContext, judge: Judge, questions: Sequence[Question], asked: Sequence[int], answers: Sequence[Optional[Answer]],
-    cacheable: Callable[[BaseModel], bool], cache: VerdictCache, stats: AskStats,
+    cacheable: Callable[[BaseModel], bool], sorted_out: Triage, stats: AskStats,
 ) -> None:
-    """Count what the questions at `asked` cost and cache their valid, cacheable answers."""
-    new_entries = []
+    """Count what the questions at `asked` cost, cache their valid, cacheable answers, pause those answered unusably."""
+    new_entries, unusable, usable = [], [], []
     for i in asked:
         answer = answers[i]
         assert answer is not None
@@ -269,9 +399,20 @@ def _tally(
         stats.usage = stats.usage + answer.usage
         if answer.reply is None:
             stats.failed += 1
-        elif cacheable(answer.reply):
+            if answer.unusable:
+                stats.unusable += 1
+                unusable.append((answer.key, questions[i].kind, judge.model, answer.error or "unusable reply"))
+            continue
+        usable.append(answer.key)
+        if cacheable(answer.reply):
             new_entries.append((answer.key, questions[i].kind, judge.model, answer.reply.model_dump(mode="json")))
+    cache = VerdictCache(ctx.engine, ctx.dry_run)
+    cache.forget(sorted_out.keys[i] for i in asked if sorted_out.keys[i] in sorted_out.stale)
     cache.put_many(new_entries, ctx.settings.current_time())
+    pauses = Pauses(ctx.engine, ctx.dry_run)
+    for pause in pauses.record(unusable, ctx.now, sorted_out.pauses).values():
+        stats.will_ask_again(pause)
+    pauses.clear(key for key in usable if key in sorted_out.pauses)
 
 
 #: a judge that answered this many requests of several questions with no usable answer at all
@@ -350,9 +491,7 @@ def _shares(result: JudgeResult, n: int) -> list[tuple[Usage, int]]:
     ]
 
 
-def _entry_problem(
-    question: Question, found: list[Any], reply_model: type[BaseModel], valid: Callable[[Question, BaseModel], Optional[str]], answer: Answer
-) -> Optional[str]:
+def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseModel], valid: Check, answer: Answer) -> Optional[str]:
     """Check one question's entry of a batched reply as a single reply is checked; set `answer.reply` when it passes."""
     if not found:
         return "no answer for this question in the reply to several questions"

@@ -6,8 +6,10 @@ across scopes) they are clustered by cosine similarity, and each cluster is one 
 judge. A valid "yes" becomes one atomic unit: insert the synthesised note with the partition's
 scope (copied from a member row, so it can never be seen by anyone who could not see its
 sources) and revoke the sources into it. A "no" is cached and the cluster left alone; an
-invalid reply (bad IDs, unknown type, too long, relative dates left) is not cached, and the
-child step says why.
+invalid reply (bad IDs, unknown type, too long, relative dates left, a copy of an input note or
+of the prompt's example, a merge that drops a source's sentence) is unusable: it is not cached,
+the cluster is left as it is, the child step says why, and the question is paused
+(memctl/phases/asking.py).
 
 Nested scopes: the only move across partitions is absorption. A user-level note whose broader
 counterpart (same agent, no user, every other scope dimension equal or NULL) already states
@@ -40,11 +42,14 @@ from memctl.blas import single_thread
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.budget import split_to_fit
+from memctl.llm.copies import copied_note, outside_vet
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.authority import authority
 from memctl.llm.offline_merge import order_notes
 from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
-from memctl.phases.asking import Answer, AskStats, Question, ask_all, question_key
+from memctl.phases.asking import (
+    Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage,
+)
 from memctl.phases.base import Overlay, PhaseContext, Scope
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
@@ -54,7 +59,6 @@ from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
-from memctl.store.verdicts import VerdictCache
 from memctl.temporal import find_relative, normalise
 from memctl.text.decide import NoteText, compatible_groups, conflict, synthesis_problem
 from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, close_ahead, decode_ahead
@@ -129,6 +133,9 @@ def consolidation_problem(
     content = proposed.content.strip()
     if not content:
         return "the consolidated note is empty"
+    copied = copied_note(content, question.inputs["notes"])
+    if copied:
+        return copied
     if len(content) > max_chars:
         return f"the consolidated note has {len(content)} characters, over the cap of {max_chars}"
     allowed = {n["id"] for n in question.inputs["notes"]}
@@ -233,10 +240,10 @@ class ClusterCase:
     model: str
     question: Question
     answer: Optional[Answer] = None
+    #: consolidated | declined | invalid (an unusable reply) | failed (no reply) | paused (not asked)
     verdict: str = "failed"
     why: str = ""
     unit: Optional[Unit] = None
-    received: bool = False
 
 
 @dataclass
@@ -254,6 +261,8 @@ class Tally:
     cache_hits: int = 0
     asked: int = 0
     failed: int = 0
+    unusable: int = 0
+    paused: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     #: notes of a cluster left out of its merge: another subject, a conflicting value, contested
@@ -261,10 +270,15 @@ class Tally:
     clusters_split: int = 0
     apart_reasons: list[str] = field(default_factory=list)
     client: dict[str, int] = field(default_factory=dict)
+    ask_again: dict[datetime, int] = field(default_factory=dict)
 
     def add(self, stats: AskStats) -> None:
         self.asked += stats.asked
         self.failed += stats.failed
+        self.unusable += stats.unusable
+        self.paused += stats.paused
+        for when, count in stats.ask_again.items():
+            self.ask_again[when] = self.ask_again.get(when, 0) + count
         self.calls += stats.calls
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
@@ -421,20 +435,29 @@ class ConsolidatePhase:
         out = plan.output
         plan.message = (
             f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, {out['clustersDeclined']} declined, "
-            f"{out['clustersInvalid']} invalid, {out['clustersFailed']} failed; {plural(len(absorb_units), 'note')} to absorb"
+            f"{out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
+            + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
+            + f"; {plural(len(absorb_units), 'note')} to absorb"
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
             + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
+            + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
+            + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
+            + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
         )
         if tally.apart_reasons:
             out["keptApartReasons"] = tally.apart_reasons[:10]
-        if tally.asked and tally.failed == tally.asked:
-            # an outage (unreachable, refused, every reply invalid) is a failure, not "done, N failed" (issue 13)
+        failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
+        if failed:
+            # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
             first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
-                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error), ""
+                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
             )
             plan.outcome = "failed"
-            plan.error = (f"every judge call failed ({tally.failed}: {plural(out['clustersInvalid'], 'cluster')} invalid, "
-                          f"{out['clustersFailed']} failed); first: {first}")
+            counts = f"{plural(out['clustersInvalid'], 'cluster')} invalid, {out['clustersFailed']} failed"
+            if failed == "unreachable":
+                plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
+            else:
+                plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
         return plan
 
     # --- clusters --------------------------------------------------------------------------
@@ -491,56 +514,52 @@ class ConsolidatePhase:
                         question = Question(
                             "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),
                             item=question_data("consolidate", cluster_notes), shared=reference_date, group=repr(key),
+                            vet=outside_vet([(n.id, n.note) for n in cluster_notes], "cluster"),
                         )
                         cases.append(ClusterCase(key, cluster_notes, pv.model, question))
         return cases
 
     def _ask_clusters(self, ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
-        max_chars = ctx.settings.max_note_chars
-
-        def asked(case: ClusterCase) -> Any:
-            result = case.question.ask()
-            case.received = result.reply is not None or result.raw is not None
-            return result
-
-        questions = [replace(c.question, ask=partial(asked, c)) for c in cases]
-        records = {n.id: n for c in cases for n in c.notes}
+        case_of = {id(c.question): c for c in cases}
         model = not getattr(judge, "rules", False)
         answers, stats = ask_all(
-            ctx, judge, questions, ConsolidationReply, lambda q, r: consolidation_problem(q, r, max_chars, records, model)  # type: ignore[arg-type]
-        )
+            ctx, judge, [c.question for c in cases], ConsolidationReply,
+            lambda q, r: self._problem(ctx, case_of[id(q)], r, model),  # type: ignore[arg-type]
+        )  # fmt: skip
         tally.add(stats)
         for case, answer in zip(cases, answers, strict=True):
             case.answer = answer
-            self._judge_case(ctx, case, model)
+            self._judge_case(ctx, case)
         self._attach_vectors(ctx, [c for c in cases if c.unit is not None])
 
-    def _judge_case(self, ctx: PhaseContext, case: ClusterCase, model: bool) -> None:
+    @staticmethod
+    def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
+        """Return why a consolidation reply cannot be used (checked as it arrives, and again when read from the cache)."""
+        records = {n.id: n for n in case.notes}
+        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model)
+        if problem or not reply.shouldConsolidate or not ctx.settings.consolidate_keep_every_sentence:
+            return problem
+        assert reply.consolidatedNote is not None
+        chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+        lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
+        if lost:
+            return f"the merged note drops {plural(len(lost), 'sentence')} of its sources, first: {one_line(lost[0], 160)!r}"
+        return None
+
+    def _judge_case(self, ctx: PhaseContext, case: ClusterCase) -> None:
         answer = case.answer
         assert answer is not None
         reply = answer.reply
         if reply is None:
-            case.verdict = "invalid" if case.received else "failed"
+            case.verdict = "paused" if answer.paused is not None else "invalid" if answer.unusable else "failed"
             case.why = answer.error or "no reply"
             return
+        # every reply, fresh or cached, passed `_problem` in ask_all
         assert isinstance(reply, ConsolidationReply)
-        # a fresh reply was checked when it arrived (ask_all's `valid`); a cached one meets today's caps too
-        records = {n.id: n for n in case.notes}
-        problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model) if answer.cached else None
-        if problem:
-            case.verdict, case.why = "invalid", problem
-            return
         if not reply.shouldConsolidate:
             case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
             return
         assert reply.consolidatedNote is not None
-        if ctx.settings.consolidate_keep_every_sentence:
-            chosen = {i.strip().lower() for i in reply.sourceNoteIds}
-            lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
-            if lost:
-                case.verdict = "invalid"
-                case.why = f"the merged note drops {plural(len(lost), 'sentence')} of its sources, first: {one_line(lost[0], 160)!r}"
-                return
         floor = ctx.settings.confidence_floor
         if reply.consolidatedNote.confidence < floor:
             case.verdict = "declined"
@@ -631,7 +650,7 @@ class ConsolidatePhase:
     @staticmethod
     def _child(case: ClusterCase) -> ChildStep:
         answer = case.answer
-        failed = case.verdict in ("invalid", "failed")
+        failed = case.verdict in ("invalid", "failed")  # a paused cluster was not asked: nothing failed
         return ChildStep(
             name=CHILD_STEP,
             step_type="Prompt",
@@ -721,26 +740,20 @@ class ConsolidatePhase:
                         target = wide[j]
                         inputs = {"broader": seen(target), "narrower": seen(note)}
                         question = Question(
-                            "absorb", inputs, partial(_ask_absorption, get_judge, target, note), item=question_data("absorb", (target, note))
+                            "absorb", inputs, partial(_ask_absorption, get_judge, target, note), item=question_data("absorb", (target, note)),
+                            vet=outside_vet([(target.id, target.note), (note.id, note.note)], "pair"),
                         )
                         found.append(AbsorptionCase(note, target, float(sim), question))
         found.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
         return found
 
     def _ask_absorptions(self, ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
-        """Ask the absorption questions: every cached one, and at most the judge's pair budget of new ones."""
+        """Ask the absorption questions: every cached or paused one, and at most the judge's pair budget of new ones."""
         from memctl.phases.contradictions import pair_budget
 
-        budget = pair_budget(ctx, judge)
-        keys = [question_key(judge, c.question) for c in found]
-        cached = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
-        chosen, fresh = [], 0
-        for case, key in zip(found, keys, strict=True):
-            if key in cached:
-                chosen.append(case)
-            elif fresh < budget:
-                chosen.append(case)
-                fresh += 1
+        questions = [c.question for c in found]
+        sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, lambda q, r: None))
+        chosen = [found[i] for i in sorted([*sorted_out.cached, *sorted_out.paused, *sorted_out.fresh[: pair_budget(ctx, judge)]])]
         answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)
         tally.add(stats)
         for case, answer in zip(chosen, answers, strict=True):
@@ -870,13 +883,14 @@ def _revoked_ids(unit: Unit) -> list[str]:
 
 
 def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], checked: int, deferred: int, absorbed: int) -> dict[str, Any]:
-    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in ("consolidated", "declined", "invalid", "failed")}
-    return {
+    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in ("consolidated", "declined", "invalid", "failed", "paused")}
+    out = {
         "clustersFound": len(cases),
         "clustersConsolidated": counts["consolidated"],
         "clustersDeclined": counts["declined"],
         "clustersInvalid": counts["invalid"],
         "clustersFailed": counts["failed"],
+        "clustersPaused": counts["paused"],
         "notesRevoked": sum(len(c.unit.mutations) - 1 for c in cases if c.unit is not None),
         "notesCreated": counts["consolidated"],
         "clustersSplit": tally.clusters_split,
@@ -887,6 +901,8 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "llmCalls": tally.calls,
         "questionsAsked": tally.asked,
         "failedReplies": tally.failed,
+        "unusableReplies": tally.unusable,
+        "questionsPaused": tally.paused,
         "cacheHits": tally.cache_hits,
         "promptTokens": tally.prompt_tokens,
         "completionTokens": tally.completion_tokens,
@@ -896,3 +912,6 @@ def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], ch
         "vectorsComputed": vectors.computed,
         **tally.client,
     }
+    if tally.ask_again:
+        out["askAgainAt"] = ask_again_output(tally.ask_again)
+    return out

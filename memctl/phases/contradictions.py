@@ -12,7 +12,9 @@ run first, then by similarity. A pair whose verdict is cached for the same quest
 data as the judge sees it, the prompt and the model) is answered from the cache for free; at most
 `max_pairs` other pairs are asked per run; the ones left over wait, in the same order, for the
 next runs (after any pairs that are new by then), so over successive nights every candidate pair
-gets judged once instead of the same top pairs every night.
+gets judged once instead of the same top pairs every night. A pair whose reply was unusable is
+left as it is and paused (asked again after a growing pause, memctl/phases/asking.py); while
+paused it is not asked and does not count against `max_pairs`.
 
 The judge only classifies; authority is decided here (FR-022): notes created more than 7 days
 apart -> the newer wins; otherwise the higher AccessCount wins; otherwise both are kept and the
@@ -31,18 +33,19 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Optional, Sequence
 
 import sqlalchemy as sa
-from pydantic import ValidationError
 
 from memctl.authority import Authority, authority, days
 from memctl.blas import single_thread
-from memctl.llm.base import Judge, JudgeResult
+from memctl.llm.base import Judge
+from memctl.llm.copies import ids_outside
 from memctl.llm.replies import ContradictionReply
-from memctl.phases.asking import Answer, Question, ask_all, question_key
+from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay, PhaseContext
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
@@ -51,10 +54,9 @@ from memctl.phases.safety import loser_keeps, uniformity
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
-from memctl.similarity import GUID, pairs
+from memctl.similarity import pairs
 from memctl.store import models as m
 from memctl.store.engine import read
-from memctl.store.verdicts import VerdictCache
 from memctl.text.decide import Guard, verdict_guard
 
 NAME = "contradictions"
@@ -104,12 +106,7 @@ def is_new(note: NoteRecord, since: Optional[datetime]) -> bool:
 
 def foreign_ids(raw: Optional[str], pair: Candidate) -> set[str]:
     """Return the UUIDs a reply names that are neither of the pair's notes nor quoted from them."""
-    if not raw:
-        return set()
-    allowed = set(pair.ids)
-    for note in (pair.a, pair.b):
-        allowed.update(found.lower() for found in GUID.findall(note.note))
-    return {found.lower() for found in GUID.findall(raw)} - allowed
+    return ids_outside(raw, [(n.id, n.note) for n in (pair.a, pair.b)])
 
 
 def reply_problem(question: Question, reply: Any) -> Optional[str]:
@@ -127,17 +124,6 @@ def _vetter(pair: Candidate) -> Any:
     return vet
 
 
-def _asker(judge: Judge, pair: Candidate, vet: Any) -> Any:
-    def ask() -> JudgeResult:
-        result = judge.contradiction(pair.a, pair.b)
-        problem = vet(result.raw) if result.reply is not None else None
-        if problem:
-            return replace(result, reply=None, error=problem)
-        return result
-
-    return ask
-
-
 def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] = None) -> Question:
     """Return the question asked about `pair`: its inputs are exactly the data the judge sees.
 
@@ -148,8 +134,7 @@ def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] =
 
     seen = {} if seen is None else seen
     inputs = [seen[n.id] if n.id in seen else seen.setdefault(n.id, pair_data(n)) for n in (pair.a, pair.b)]
-    vet = _vetter(pair)
-    return Question(KIND, inputs, _asker(judge, pair, vet), item=inputs, vet=vet)
+    return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=_vetter(pair))
 
 
 @dataclass
@@ -283,9 +268,9 @@ class ContradictionPhase:
                 if answer is None or answer.reply is None or touched & set(candidates[i].ids) or tally.distrusted:
                     unsettled.add(key)
             marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
-        failures = [a.error for a in answers if a.reply is None]
+        failures = [a.error for a in answers if a.reply is None and a.paused is None]
         plan.output = {
-            "pairsAnalysed": len(chosen) - stats.failed,
+            "pairsAnalysed": len(chosen) - stats.failed - stats.paused,
             "cached": stats.cached,
             "questionsAsked": stats.asked,
             "llmCalls": stats.calls,
@@ -301,15 +286,23 @@ class ContradictionPhase:
             "verdictsVetoed": tally.vetoed,
             "verdictsDistrusted": tally.distrusted,
             "failedReplies": stats.failed,
+            "unusableReplies": stats.unusable,
+            "questionsPaused": stats.paused,
             "pairsLeftForNextRun": left,
             **stats.client,
         }
+        if stats.ask_again:
+            plan.output["askAgainAt"] = ask_again_output(stats.ask_again)
         if failures:
             plan.output["failures"] = [f for f in failures[:20] if f]
+        unreached = stats.failed - stats.unusable
         plan.message = (
-            f"{plural(len(chosen) - stats.failed, 'pair')} judged ({stats.cached} cached, {stats.asked} asked), "
+            f"{plural(len(chosen) - stats.failed - stats.paused, 'pair')} judged ({stats.cached} cached, {stats.asked} asked), "
             f"{plural(tally.found, 'contradiction')}: {tally.resolved} resolved, {tally.flagged} flagged for review"
-            + (f"; {stats.failed} failed replies" if stats.failed else "")
+            + (f"; {stats.unusable} unusable {'reply' if stats.unusable == 1 else 'replies'}" if stats.unusable else "")
+            + (f"; {plural(unreached, 'failed call')}" if unreached else "")
+            + (f"; {stats.paused} paused after unusable replies" if stats.paused else "")
+            + (f" (asked again: {ask_again_text(plan.output['askAgainAt'])})" if stats.ask_again else "")
             + (f"; {left} left for the next run (max {plan.input['maxPairs']} asked per run)" if left else "")
             + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
             + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
@@ -318,27 +311,27 @@ class ContradictionPhase:
             plan.output["distrustReason"] = tally.distrust_reason
         if tally.veto_reasons:
             plan.output["vetoReasons"] = tally.veto_reasons[:10]
-        if stats.asked and stats.failed == stats.asked:
-            # the judge gave no usable answer at all: broken configuration or server, an operator must know
+        failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
+        if failed == "unreachable":
+            # no reply arrived at all: broken configuration or server, an operator must know
             plan.outcome = "failed"
-            plan.error = f"every judge call failed ({stats.failed}); first: {failures[0]}"
+            plan.error = f"every judge call failed ({stats.failed}): the LLM could not be reached; first: {failures[0]}"
+        elif failed == "unusable":
+            plan.outcome = "failed"
+            plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
         return plan
 
     @staticmethod
     def _select(ctx: PhaseContext, judge: Judge, questions: Sequence[Question]) -> tuple[list[int], int]:
-        """Return the questions to answer this run (every cached one, then up to max_pairs others) and how many wait."""
-        keys = [question_key(judge, q) for q in questions]
-        cached = VerdictCache(ctx.engine, ctx.dry_run).get_many(keys)
-        usable = set()
-        for key, reply in cached.items():
-            try:
-                ContradictionReply.model_validate(reply)
-                usable.add(key)
-            except ValidationError:
-                pass  # an entry this memctl cannot read: asked again, and it counts against the cap
-        fresh = [i for i, key in enumerate(keys) if key not in usable]
-        asked = fresh[: pair_budget(ctx, judge)]
-        return sorted([i for i, key in enumerate(keys) if key in usable] + asked), len(fresh) - len(asked)
+        """Return the questions to answer this run and how many wait.
+
+        Every cached one and every paused one (answered without a call), then up to max_pairs
+        others. A cached reply that no longer passes the checks is asked again and counts
+        against the cap; a paused question does not.
+        """
+        sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, reply_problem))
+        asked = sorted_out.fresh[: pair_budget(ctx, judge)]
+        return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
 
     def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally) -> list[Unit]:
         """Turn verdicts into units: revocations first (in priority order), then flags."""
@@ -508,6 +501,8 @@ def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
         "contradictionsFlagged": 0,
         "lowConfidence": 0,
         "failedReplies": 0,
+        "unusableReplies": 0,
+        "questionsPaused": 0,
         "pairsLeftForNextRun": 0,
     }
     return plan

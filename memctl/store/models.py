@@ -306,8 +306,20 @@ review = sa.Table(
     sa.UniqueConstraint("NoteAID", "NoteBID", name="UQ_memctl_review_pair"),
 )
 
+pause = sa.Table(
+    "memctl_pause",
+    metadata,
+    sa.Column("CacheKey", sa.Unicode(64), primary_key=True),
+    sa.Column("Kind", sa.Unicode(32), nullable=False),
+    sa.Column("Model", sa.Unicode(255), nullable=False),
+    sa.Column("Unusable", sa.Integer(), nullable=False),
+    sa.Column("LastAt", UTCDateTime(), nullable=False),
+    sa.Column("AskAgainAt", UTCDateTime(), nullable=False),
+    sa.Column("Reason", sa.UnicodeText(), nullable=True),
+)
+
 MJ_TABLES = ("Company", "User", "Conversation", "AIAgent", "AIAgentNoteType", "AIAgentNote", "AIAgentExample", "AIAgentRun", "AIAgentRunStep")
-MEMCTL_TABLES = ("memctl_change", "memctl_verdict", "memctl_embedding", "memctl_lock", "memctl_review")
+MEMCTL_TABLES = ("memctl_change", "memctl_verdict", "memctl_embedding", "memctl_lock", "memctl_review", "memctl_pause")
 VERSION_TABLE = "memctl_alembic_version"
 
 

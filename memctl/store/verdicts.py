@@ -60,6 +60,15 @@ class VerdictCache:
                 conn.execute(m.verdict.insert(), new)
         return len(new)
 
+    def forget(self, keys: Iterable[str]) -> None:
+        """Delete the entries of `keys` (replies found unusable when read: the question is asked again)."""
+        wanted = sorted(set(keys))
+        if self.dry_run or not wanted:
+            return
+        with write(self.engine) as conn:
+            for start in range(0, len(wanted), CHUNK):
+                conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey.in_(wanted[start : start + CHUNK])))
+
     def put(self, key: str, kind: str, model: str, reply: dict[str, Any], now: datetime) -> None:
         self.put_many([(key, kind, model, reply)], now)
 

@@ -1,0 +1,153 @@
+"""Replies that copy instead of answering (DESIGN 4, issue 28): unusable, never a verdict.
+
+A weak model may answer a question with a copy: the prompt's example reply word for word
+(SmolLM2-135M gave the contradiction prompt's example reason, "Liking coffee and liking tea are
+complementary preferences.", to 70 of 70 pairs, all "none"), or an input note instead of a
+synthesis (its id, its field names, its JSON). Such a reply parses, and may pass the schema, but
+it does not answer the question: it is unusable, it is never cached, and its question is paused
+(memctl/store/pauses.py).
+
+The examples are read from the template actually used, so the check follows prompt edits: every
+string of a JSON object written on one line (the example replies) and every quoted sentence of
+the prose ("User prefers a formal tone."), compared after Unicode, case and whitespace
+normalisation. A text that the question's own notes contain is never a copy of the prompt: a
+note may say what an example says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+#: a JSON object written on one line of a template (the example replies)
+_ONE_LINE_OBJECT = re.compile(r"\{.*\}")
+#: a quoted sentence of a template's prose: "User prefers a formal tone."
+_QUOTED_SENTENCE = re.compile(r'"([^\W\d_][^"\n]{4,}[.!?])"')
+#: the reply fields that carry the judge's own words
+_OWN_WORDS = ("reason", "content")
+#: the field names memctl shows the judge for each note (besides "id", "type" and "content",
+#: which are ordinary words too): a synthesis holding them copies its input's data
+NOTE_FIELDS = ("createdAt", "accessCount")
+#: an example text shorter than this many words ("none", a note type) is no sign of copying
+MIN_WORDS = 3
+
+
+def normal(text: str) -> str:
+    """Return `text` compared as a copy: NFKC, case-folded, whitespace collapsed, outer quotes and stops removed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(" .!?\"'")
+
+
+def strings(data: Any) -> Iterator[str]:
+    """Yield every string in JSON-like `data` (values of objects, items of lists)."""
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, Mapping):
+        for value in data.values():
+            yield from strings(value)
+    elif isinstance(data, (list, tuple)):
+        for value in data:
+            yield from strings(value)
+
+
+@lru_cache(maxsize=16)
+def example_texts(template: str) -> frozenset[str]:
+    """Return the normalised example texts of a prompt template (its example replies and quoted sentences)."""
+    found: list[str] = []
+    for match in _ONE_LINE_OBJECT.finditer(template):
+        try:
+            found.extend(strings(json.loads(match.group())))
+        except ValueError:
+            continue
+    found.extend(_QUOTED_SENTENCE.findall(template))
+    return frozenset(text for text in map(normal, found) if len(text.split()) >= MIN_WORDS)
+
+
+def examples_for(judge: Any, kind: str) -> frozenset[str]:
+    """Return the example texts of the template `judge` asks `kind` questions with (none for a judge without prompts)."""
+    prompt = getattr(judge, "prompt", None)
+    if not callable(prompt):
+        return frozenset()
+    template = prompt(kind)
+    return example_texts(f"{template.system}\n{template.user_template}")
+
+
+def _own_words(data: Any) -> Iterator[str]:
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if key in _OWN_WORDS and isinstance(value, str):
+                yield value
+            else:
+                yield from _own_words(value)
+    elif isinstance(data, (list, tuple)):
+        for value in data:
+            yield from _own_words(value)
+
+
+def copied_example(examples: frozenset[str], reply: Any, inputs: Any) -> Optional[str]:
+    """Return why `reply` (JSON data) copies the prompt's example instead of answering, or None.
+
+    Only the judge's own words (reasons, a synthesis's content) are compared, and a text the
+    question's `inputs` contain is not a copy.
+    """
+    if not examples:
+        return None
+    own: Optional[set[str]] = None
+    for text in _own_words(reply):
+        key = normal(text)
+        if key in examples:
+            own = {normal(s) for s in strings(inputs)} if own is None else own
+            if key not in own:
+                return f"the reply copies the prompt's example instead of answering: {' '.join(text.split())[:200]!r}"
+    return None
+
+
+def ids_outside(raw: Optional[str], notes: Sequence[tuple[str, str]]) -> set[str]:
+    """Return the UUIDs a reply's text names that are neither the question's notes (id, text) nor quoted from their texts."""
+    from memctl.similarity import GUID
+
+    if not raw:
+        return set()
+    allowed = {note_id.lower() for note_id, _ in notes}
+    for _, text in notes:
+        allowed.update(found.lower() for found in GUID.findall(text))
+    return {found.lower() for found in GUID.findall(raw)} - allowed
+
+
+def outside_vet(notes: Sequence[tuple[str, str]], question: str) -> Callable[[Optional[str]], Optional[str]]:
+    """Return a question's `vet`: a reply naming notes outside the `question` ("cluster", "pair") is about others."""
+
+    def vet(raw: Optional[str]) -> Optional[str]:
+        named = ids_outside(raw, notes)
+        return f"the reply names notes outside the {question}: " + ", ".join(sorted(named)) if named else None
+
+    return vet
+
+
+def copied_note(content: str, notes: Sequence[Mapping[str, Any]]) -> Optional[str]:
+    """Return why a synthesis copies its input notes' data instead of answering, or None.
+
+    `notes` are the notes as the judge was shown them (id, type, content, createdAt, accessCount).
+    The synthesis copies them when it holds a note's id or the names of the fields memctl shows,
+    or when it is itself JSON data, unless the notes' own contents hold the same.
+    """
+    texts = "\n".join(str(n.get("content", "")) for n in notes)
+    lowered, found = texts.lower(), content.lower()
+    for note in notes:
+        note_id = str(note.get("id", "")).lower()
+        if note_id and note_id in found and note_id not in lowered:
+            return f"the synthesis copies input note {note_id}'s data (its id) instead of answering"
+    for name in NOTE_FIELDS:
+        if name.lower() in found and name.lower() not in lowered:
+            return f"the synthesis copies the input's fields ({name}) instead of answering"
+    stripped = content.strip()
+    if stripped[:1] in ("{", "[") and stripped not in texts:
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return None
+        if isinstance(data, (dict, list)):
+            return "the synthesis is JSON data (a copy of the input), not a note"
+    return None
