@@ -592,7 +592,8 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         result.seconds = time.monotonic() - started
         phase = run.phases[0]
         out = phase.output
-        result.clusters = {k: out.get(f"clusters{k.title()}", 0) for k in ("found", "consolidated", "declined", "invalid", "failed")}
+        kinds = ("found", "consolidated", "intoStanding", "declined", "invalid", "failed")
+        result.clusters = {k: out.get(f"clusters{k[0].upper()}{k[1:]}", 0) for k in kinds}
         result.notes_created, result.notes_revoked = out.get("notesCreated", 0), out.get("notesRevoked", 0)
         result.llm_calls, result.cache_hits = out.get("llmCalls", 0), out.get("cacheHits", 0)
         result.prompt_tokens, result.completion_tokens = out.get("promptTokens", 0), out.get("completionTokens", 0)
@@ -603,7 +604,7 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         result.problems = [str(c.output.get("reason")) for c in children if c.output.get("verdict") in ("invalid", "failed")][:EXAMPLES]
         if phase.outcome == "failed":
             result.error = f"no usable judge answer: the consolidate phase failed: {phase.error}"
-        elif result.clusters["found"] and not (result.clusters["consolidated"] or result.clusters["declined"]):
+        elif result.clusters["found"] and not any(result.clusters[k] for k in ("consolidated", "intoStanding", "declined")):
             # every cluster failed or got a reply memctl rejected: no usable answer at all
             first = result.problems[0] if result.problems else "no reason recorded"
             result.error = f"no usable judge answer ({result.clusters['failed']} clusters failed, {result.clusters['invalid']} invalid); first: {first}"
