@@ -12,14 +12,11 @@ Standard library only: this module is meant to move into a shared text package u
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 #: sentence-final punctuation: ASCII, the ellipsis, CJK full stops and their full-width forms
 #: (NFKC folds most full-width forms to ASCII first; they are listed for clarity)
 SENTENCE_END = ".!?\u2026\u3002\uff01\uff1f\uff0e\uff61"
-_FINAL = re.compile("[" + re.escape(SENTENCE_END) + r"]+(?=\s|$)")
-_SPACE = re.compile(r"\s+")
 
 
 def same_text_key(text: str) -> str:
@@ -30,4 +27,5 @@ def same_text_key(text: str) -> str:
     inside a word or number ("3.5", "e-mail", "a.m") is kept.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return _SPACE.sub(" ", _FINAL.sub("", folded)).strip()
+    # split/rstrip/join, not regular expressions: a dream keys every Active note (~1 us a note, not ~20)
+    return " ".join(word for word in (w.rstrip(SENTENCE_END) for w in folded.split()) if word)
