@@ -8,9 +8,8 @@ the same scope or a broader one (absorption, DESIGN 3) that the unit itself guar
 note that absorbs notes of its own fact (issue 29) in exactly their scope, credited with exactly
 their access figures; no revoke or archive of a note its guard shows Protected, Immutable or
 manual; values of the right type and length (the note length cap included) and no NUL byte
-anywhere. The scope and protection checks
-read the guards, which apply then compares with the rows, so a plan passes only if the rows
-really are what makes it allowed.
+anywhere. The scope and protection checks read the guards, which apply then compares with the
+rows, so a plan passes only if the rows really are what makes it allowed.
 
 A plan failing any check is refused whole (exit 2, naming the phase, unit, action and record);
 nothing is written, not even a run record.

@@ -14,7 +14,7 @@ import json
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import sqlalchemy as sa
 from typer.testing import CliRunner
