@@ -159,8 +159,8 @@ def test_a_month_of_nightly_dreams_keeps_each_fact_one_note(db: Db) -> None:
     assert date_note["ConsolidationCount"] == 1 and date_note["__mj_CreatedAt"] < START + timedelta(days=1)
     joined = rows(db, m.note.c.ConsolidatedIntoNoteID == date_note["ID"])
     assert {FACT_OF[same_text_key(r["Note"])] for r in joined} == {DATE} and len(joined) == 3 + 2 + 1 + 2 + 1 + 2 + 1
-    # its AccessCount is its own reads plus those of every note revoked into it
-    assert date_note["AccessCount"] == sum(r["AccessCount"] for r in joined) + 31 - 1
+    # its AccessCount is the reads of every note revoked into it plus its own (nights 2 to 31)
+    assert date_note["AccessCount"] == sum(r["AccessCount"] for r in joined) + 30
 
 
 # --- exact copies -------------------------------------------------------------------------------
