@@ -27,5 +27,5 @@ def same_text_key(text: str) -> str:
     inside a word or number ("3.5", "e-mail", "a.m") is kept.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    # split/rstrip/join, not regular expressions: a dream keys every Active note (~1 us a note, not ~20)
+    # split/rstrip/join: about half the time of two regular expressions, and a dream keys every Active note
     return " ".join(word for word in (w.rstrip(SENTENCE_END) for w in folded.split()) if word)
