@@ -58,12 +58,13 @@ ALICE, BOB, CAROL, DAVE, ERIN = "user:alice", "user:bob", "user:carol", "user:da
 
 NOTES = [
     # near-duplicates: alice's summary preference, noted five times over a month, two with a detail
+    # and two in the very same words (exact copies: joined whatever the cluster minimum)
     DemoNote("alice-email-1", "Alice prefers a short email summary after each support call.", SUPPORT, 30, ALICE, ACME, access=3),
     DemoNote("alice-email-2", "Alice prefers a short email summary after each support call.", SUPPORT, 21, ALICE, ACME, access=2),
     DemoNote("alice-email-3", "Alice prefers a short email summary after each support call. Summaries should be sent the same day.", SUPPORT, 14, ALICE, ACME, access=4),
     DemoNote("alice-email-4", "Alice prefers short email summaries after each support call.", SUPPORT, 6, ALICE, ACME, access=1),
     DemoNote("alice-email-5", "Alice prefers a short email summary after each support call. Summaries should include the ticket numbers.", SUPPORT, 2, ALICE, ACME, access=5),
-    # near-duplicates at company level (Acme's billing)
+    # near-duplicates at company level (Acme's billing): the newest states the others, so it stays
     DemoNote("acme-billing-1", "Acme Corp is billed monthly on the first business day.", SUPPORT, 40, None, ACME, type="Context", access=6),
     DemoNote("acme-billing-2", "Acme Corp is billed monthly, on the first business day.", SUPPORT, 25, None, ACME, type="Context", access=2),
     DemoNote("acme-billing-3", "Acme Corp is billed monthly on the first business day. Invoices go to the finance team.", SUPPORT, 9, None, ACME, type="Context", access=3),

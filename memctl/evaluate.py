@@ -250,6 +250,7 @@ class ConsolidationResult:
     problems: list[str] = field(default_factory=list)
     notes_created: int = 0
     notes_revoked: int = 0
+    copies_absorbed: int = 0
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -293,6 +294,7 @@ class ConsolidationResult:
             "clusterProblems": self.problems,
             "notesCreated": self.notes_created,
             "notesRevoked": self.notes_revoked,
+            "copiesAbsorbed": self.copies_absorbed,
             "checks": self.checks(),
             "embedder": self.embedder,
             "threshold": self.threshold,
@@ -472,7 +474,7 @@ class EvalReport:
                 ("same-fact pairs merged", f"{c['sameFactPairs']['merged']}/{c['sameFactPairs']['total']} ({_pct(c['sameFactPairs']['rate'])}); "
                                            f"{c['crossFactMerges']} new notes combine several facts"),
                 ("clusters", ", ".join(f"{k} {v}" for k, v in c["clusters"].items()) or "none"),
-                ("notes created / revoked", f"{c['notesCreated']} / {c['notesRevoked']}"),
+                ("notes created / revoked", f"{c['notesCreated']} / {c['notesRevoked']} ({c['copiesAbsorbed']} copies in the same words absorbed without a model)"),
                 ("embedder", f"{c['embedder']} (consolidate threshold {c['threshold']})"),
                 ("LLM calls / tokens / cache hits", f"{c['llmCalls']} / {c['tokens']} / {c['cacheHits']}"),
                 ("seconds", f"{c['seconds']:.1f}"),
@@ -592,8 +594,10 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         result.seconds = time.monotonic() - started
         phase = run.phases[0]
         out = phase.output
-        result.clusters = {k: out.get(f"clusters{k.title()}", 0) for k in ("found", "consolidated", "declined", "invalid", "failed")}
+        kinds = ("found", "consolidated", "intoStanding", "declined", "invalid", "failed")
+        result.clusters = {k: out.get(f"clusters{k[0].upper()}{k[1:]}", 0) for k in kinds}
         result.notes_created, result.notes_revoked = out.get("notesCreated", 0), out.get("notesRevoked", 0)
+        result.copies_absorbed = out.get("copiesAbsorbed", 0)
         result.llm_calls, result.cache_hits = out.get("llmCalls", 0), out.get("cacheHits", 0)
         result.prompt_tokens, result.completion_tokens = out.get("promptTokens", 0), out.get("completionTokens", 0)
         result.embedder = phase.input.get("embedder")
@@ -603,7 +607,7 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         result.problems = [str(c.output.get("reason")) for c in children if c.output.get("verdict") in ("invalid", "failed")][:EXAMPLES]
         if phase.outcome == "failed":
             result.error = f"no usable judge answer: the consolidate phase failed: {phase.error}"
-        elif result.clusters["found"] and not (result.clusters["consolidated"] or result.clusters["declined"]):
+        elif result.clusters["found"] and not any(result.clusters[k] for k in ("consolidated", "intoStanding", "declined")):
             # every cluster failed or got a reply memctl rejected: no usable answer at all
             first = result.problems[0] if result.problems else "no reason recorded"
             result.error = f"no usable judge answer ({result.clusters['failed']} clusters failed, {result.clusters['invalid']} invalid); first: {first}"

@@ -159,6 +159,8 @@ def simulate(plan: PhasePlan, overlay: Overlay) -> None:
                 overlay.created_by_run.add(mutation.record_id.lower())
             elif mutation.values.get("Status") in ("Archived", "Revoked"):
                 overlay.removed.add(mutation.record_id.lower())
+            elif mutation.action == "credit":
+                overlay.changed.setdefault(mutation.record_id.lower(), {}).update(mutation.values)
 
 
 def record_applied(plan: PhasePlan, outcomes: Sequence[UnitOutcome], overlay: Overlay) -> None:

@@ -4,11 +4,12 @@ A plan file is operator input: it may have been edited. Guards prove only that t
 the plan says; this module checks that what the plan says is something memctl itself could have
 planned: only the actions each phase plans, each on its table with its full guard; an inserted
 note in exactly its sources' scope, with record_id = values.ID; every revocation into a note in
-the same scope or a broader one (absorption, DESIGN 3) that the unit itself guards; no revoke or
-archive of a note its guard shows Protected, Immutable or manual; values of the right type and
-length (the note length cap included) and no NUL byte anywhere. The scope and protection checks
-read the guards, which apply then compares with the rows, so a plan passes only if the rows
-really are what makes it allowed.
+the same scope or a broader one (absorption, DESIGN 3) that the unit itself guards; a standing
+note that absorbs notes of its own fact (issue 29) in exactly their scope, credited with exactly
+their access figures; no revoke or archive of a note its guard shows Protected, Immutable or
+manual; values of the right type and length (the note length cap included) and no NUL byte
+anywhere. The scope and protection checks read the guards, which apply then compares with the
+rows, so a plan passes only if the rows really are what makes it allowed.
 
 A plan failing any check is refused whole (exit 2, naming the phase, unit, action and record);
 nothing is written, not even a run record.
@@ -34,7 +35,7 @@ from memctl.store import models as m
 GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # The actions each phase plans, and the tables each action may touch.
 PHASE_ACTIONS = {
-    "consolidate": {"insert", "revoke", "check"},
+    "consolidate": {"insert", "revoke", "check", "credit", "annotate"},
     "contradictions": {"revoke", "check", "flag"},
     "prune": {"archive", "annotate"},
     "archive": {"archive"},
@@ -44,10 +45,14 @@ ACTION_TABLES = {
     "revoke": {"AIAgentNote"},
     "check": {"AIAgentNote"},
     "annotate": {"AIAgentNote"},
+    "credit": {"AIAgentNote"},
     "archive": {"AIAgentNote", "AIAgentExample"},
     "flag": {"memctl_review"},
 }
-ACTION_VALUES = {"revoke": {"Status", "ConsolidatedIntoNoteID"}, "archive": {"Status"}, "annotate": set(), "check": set(), "flag": {"NoteAID", "NoteBID", "Reason"}}
+ACTION_VALUES = {
+    "revoke": {"Status", "ConsolidatedIntoNoteID"}, "archive": {"Status"}, "annotate": set(), "check": set(),
+    "credit": {"AccessCount", "LastAccessedAt"}, "flag": {"NoteAID", "NoteBID", "Reason"},
+}
 TEXT_CAP = 8_000  # a Comments line, a flag's reason, a unit's reason
 LONG_TEXT_CAP = 200_000  # other long text columns of an inserted note (an embedding vector as JSON text)
 INT_MAX = 2**31 - 1
@@ -162,8 +167,8 @@ def _guarded_problem(mutation: Mutation, archive_statuses: frozenset[str] = froz
         return "a revoke sets Status 'Revoked' and a ConsolidatedIntoNoteID"
     if action == "archive" and values["Status"] not in archive_statuses:
         return f"an archive sets Status {' or '.join(repr(v) for v in sorted(archive_statuses)) or '(none: this database refuses it)'}, not {str(values['Status'])[:32]!r}"
-    if action == "annotate" and not mutation.comment:
-        return "an annotation without a comment"
+    if action in ("annotate", "credit") and not mutation.comment:
+        return f"{'an annotation' if action == 'annotate' else 'a credit'} without a comment"
     if action == "check":
         return None
     tier = guard.get("ProtectionTier")
@@ -171,6 +176,13 @@ def _guarded_problem(mutation: Mutation, archive_statuses: frozenset[str] = froz
         return "the note is Immutable"
     if guard["Status"] != "Active":
         return f"the record is {guard['Status']}, not Active"
+    if action == "credit":
+        if tier == "Protected":
+            return "the note is Protected (memctl only annotates it)"
+        for name in ("AccessCount", "LastAccessedAt"):
+            why = value_problem(m.note.c[name], values[name], None)
+            if why:
+                return f"{name}: {why}"
     if action in ("revoke", "archive"):
         if tier == "Protected":
             return "the note is Protected"
@@ -288,6 +300,21 @@ def _inherited_problem(values: Mapping[str, Any], guards: list[Mapping[str, Any]
     return None
 
 
+def _credit_problem(values: Mapping[str, Any], own: Mapping[str, Any], guards: list[Mapping[str, Any]]) -> Optional[str]:
+    """Check what a standing note is credited with, as memctl's consolidate phase sets it: its own
+    AccessCount plus those of the notes revoked into it (a negative one counts as 0), and the
+    latest LastAccessedAt of them all (as their guards show them)."""
+    counts = [own.get("AccessCount") or 0, *(g.get("AccessCount") or 0 for g in guards)]
+    total = sum(max(0, c) for c in counts if isinstance(c, int))
+    if values["AccessCount"] != total:
+        return f"AccessCount {values['AccessCount']} is not the standing note's and its absorbed notes' {total}"
+    accessed = [_moment(g.get("LastAccessedAt")) for g in (own, *guards) if g.get("LastAccessedAt") is not None]
+    latest = max((a for a in accessed if a is not None), default=None)
+    if _moment(values["LastAccessedAt"]) != latest:
+        return "LastAccessedAt is not the latest of the standing note's and its absorbed notes'"
+    return None
+
+
 def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: Optional[datetime] = None) -> Optional[str]:
     """Check a mutation against the rest of its unit: scopes, sources, the notes a flag names."""
     by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
@@ -318,7 +345,7 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
     if mutation.action == "revoke":
         target_id = str(mutation.values["ConsolidatedIntoNoteID"]).lower()
         target = by_id.get(target_id)
-        if target is None or target.action not in ("insert", "check") or target_id == mutation.record_id.lower():
+        if target is None or target.action not in ("insert", "check", "credit", "annotate") or target_id == mutation.record_id.lower():
             return "the note it is revoked into is not guarded by the same unit"
         source_scope = _scope(mutation.guard or {})
         if target.action == "insert":
@@ -328,11 +355,27 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
         target_scope = _scope(target.guard or {})
         if phase == "contradictions" and target_scope != source_scope:
             return f"a contradiction's loser is revoked only in favour of a note of its own scope, not {_render(target_scope)}"
+        if target.action in ("credit", "annotate") and target_scope != source_scope:
+            return (
+                f"a note is absorbed by a standing note of its own scope only, not {_render(target_scope)} "
+                f"(its scope is {_render(source_scope)})"
+            )
         if target_scope != source_scope and target_scope not in _broader(source_scope):
             return (
                 f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "
                 f"{_render(source_scope)} nor a broader one its audience can see"
             )
+        return None
+    if mutation.action in ("credit", "annotate") and phase == "consolidate":
+        own = mutation.record_id.lower()
+        sources = [mu for mu in unit.mutations if mu.action == "revoke" and str(mu.values["ConsolidatedIntoNoteID"]).lower() == own]
+        if not sources:
+            return "no note of the unit is absorbed into the note it " + ("credits" if mutation.action == "credit" else "annotates")
+        if mutation.action == "credit":
+            try:
+                return _credit_problem(mutation.values, mutation.guard or {}, [source.guard or {} for source in sources])
+            except (TypeError, ValueError, OverflowError):
+                return "a date or count in it or its guards is not of its type"
         return None
     if mutation.action == "flag":
         named = {str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID")}

@@ -34,13 +34,18 @@ RULE = "rule"
 # How each kind of unit names the records it touches, by action.
 ROLES: dict[str, dict[str, str]] = {
     "cluster": {"insert": "new", "revoke": "source"},
+    "standing": {"credit": "kept (states it)", "revoke": "source"},
+    "copies": {"credit": "kept", "annotate": "kept", "check": "kept", "revoke": "copy"},
     "absorb": {"revoke": "absorbed", "check": "kept (broader)"},
     "contradiction": {"revoke": "revoked (loser)", "check": "kept (winner)"},
     "flag": {"check": "note"},
     "review": {"resolve": "revoked", "check": "kept"},
     "undo": {"restore": "restored", "unflag": "unflagged", "flag": "flagged again"},
 }
-ENTRY_KINDS = {"cluster": "merge", "absorb": "absorb", "contradiction": "contradiction", "flag": "flag", "review": "review", "undo": "undo"}
+ENTRY_KINDS = {
+    "cluster": "merge", "standing": "merge", "copies": "copies", "absorb": "absorb", "contradiction": "contradiction", "flag": "flag",
+    "review": "review", "undo": "undo",
+}
 PER_RECORD_KINDS = ("archive", "prune", "undo")
 
 
@@ -239,7 +244,11 @@ def _review_text(row: Mapping[str, Any]) -> str:
 
 def _change_entries(rows: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> list[Entry]:
     rows = list(rows)
-    created = {str(r["RecordID"]).lower(): r for r in rows if r["Action"] == "insert"}
+    # the notes the run merged into: new ones (insert) and standing ones (credit, or a Protected
+    # one's annotation, logged just before the revocations into it)
+    targets = {str((_loads(r["After"]) or {}).get("ConsolidatedIntoNoteID") or "").lower() for r in rows if r["Action"] == "revoke"}
+    into_notes = {str(r["RecordID"]).lower() for r in rows if r["Action"] in ("insert", "credit")}
+    into_notes |= {str(r["RecordID"]).lower() for r in rows if r["Action"] == "annotate" and str(r["RecordID"]).lower() in targets}
     sources: dict[str, list[RecordText]] = defaultdict(list)
     out: list[Entry] = []
     merges: dict[str, int] = {}
@@ -251,11 +260,25 @@ def _change_entries(rows: Iterable[Mapping[str, Any]], texts: Mapping[str, str])
         if action == "insert":
             merges[record_id] = len(out)
             out.append(Entry("merge", reason, (RecordText("new", table, record_id, action, texts.get(record_id, "")),)))
-        elif action in ("revoke", "resolve") and into in created:
-            sources[into].append(RecordText("source", table, record_id, action, texts.get(record_id, "")))
+        elif record_id in into_notes and record_id not in merges:
+            merges[record_id] = len(out)
+            kind = "copies" if " exact cop" in reason else "merge"
+            role = ROLES["copies" if kind == "copies" else "standing"]["credit"]
+            out.append(Entry(kind, reason, (RecordText(role, table, record_id, action, texts.get(record_id, "")),)))
+        elif action in ("revoke", "resolve") and into in into_notes:
+            role = "copy" if into in merges and out[merges[into]].kind == "copies" else "source"
+            sources[into].append(RecordText(role, table, record_id, action, texts.get(record_id, "")))
         elif action in ("revoke", "resolve"):
-            kind = "contradiction" if reason.startswith("Contradicted") and action == "revoke" else "absorb" if reason.startswith("Absorbed") else "review"
-            roles = {"contradiction": ("revoked (loser)", "kept (winner)"), "absorb": ("absorbed", "kept (broader)"), "review": ("revoked", "kept")}[kind]
+            kind = (
+                "contradiction" if reason.startswith("Contradicted") and action == "revoke"
+                else "absorb" if reason.startswith("Absorbed")
+                else "merge" if reason.startswith("Consolidated into")  # into a standing note memctl never writes (Immutable)
+                else "review"
+            )
+            roles = {
+                "contradiction": ("revoked (loser)", "kept (winner)"), "absorb": ("absorbed", "kept (broader)"),
+                "merge": ("source", "kept"), "review": ("revoked", "kept"),
+            }[kind]
             records = (RecordText(roles[0], table, record_id, action, texts.get(record_id, "")), RecordText(roles[1], table, into, "check", texts.get(into, "")))
             rule = re.search(r"Kept (.+?)\.?$", reason)
             out.append(Entry(kind, reason, records, rule=rule.group(1) if kind == "contradiction" and rule else ""))

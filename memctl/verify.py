@@ -3,9 +3,10 @@
 - A note with ConsolidatedIntoNoteID is Revoked, and the note it points to exists.
 - Consolidation chains have no cycles.
 - Every record whose Comments carry a memctl tag has a change-log row (no unlogged mutation).
-- memctl never changed an Immutable note, and never revoked or archived a Protected or a manual one
+- memctl never changed an Immutable note, never revoked or archived a Protected or a manual one
   (read from the notes themselves as well as from the change log: a Protected or manual note
-  that is Revoked or Archived must owe that status to an operator's `review resolve`).
+  that is Revoked or Archived must owe that status to an operator's `review resolve`), and never
+  credited a Protected note with the accesses of notes absorbed into it (it only annotates it).
 - Scope never widens (DESIGN 3): no note is revoked into a note its audience could not see (the
   target is in the same scope or a broader one), and no consolidated note's scope differs from
   a source it was derived from. Read from the notes, however the change was logged.
@@ -78,6 +79,8 @@ def verify(engine: Engine) -> list[Breach]:
             elif action in ("archive", "revoke"):
                 kind = "Protected" if row["ProtectionTier"] == "Protected" else "manual"
                 breaches.append(Breach("protected", rid, f"{kind} note {action}d by run {run}"))
+            elif action == "credit" and row["ProtectionTier"] == "Protected":
+                breaches.append(Breach("protected", rid, f"Protected note credited with accesses by run {run}; memctl only annotates it"))
         flagged = {b.record for b in breaches if b.rule == "protected"}
         breaches.extend(b for b in _protection_by_state(conn) if b.record not in flagged)
     return breaches

@@ -21,12 +21,11 @@ from memctl.text.decide import (
     decide,
     mergeable,
     model_veto,
-    same_text_key,
     synthesis_problem,
     verdict_guard,
 )
 from memctl.text.statement import analyse, covers
-from memctl.text.tokens import NUMBER, sentences, tokens
+from memctl.text.tokens import NUMBER, same_text_key, sentences, tokens
 
 #: (language, same fact, value changed (older, newer), other subject, complementary)
 CASES = [

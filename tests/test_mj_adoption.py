@@ -234,9 +234,12 @@ def test_dream_on_mj_runs_every_phase_within_mj_constraints(mj_db: MjDb) -> None
     assert st.status(ids["orphan"]) == "Archived"
     assert st.row(m.example, ids["expired_example"])["Status"] == "Revoked"
     with mj_db.engine.connect() as conn:
-        created = conn.execute(sa.select(sa.func.count()).select_from(m.note).where(m.note.c.Status == "Active", m.note.c.DerivedFromNoteIDs.is_not(None))).scalar_one()
+        n = m.note
+        facts = conn.execute(sa.select(n.c.Note).where(n.c.Status == "Active", n.c.UserID == ids["user"], n.c.Note.contains("invoices"))).scalars().all()
+        credits = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.Action == "credit")).scalar_one()
         steps = conn.execute(sa.select(m.run_step.c.StepType, m.run_step.c.Status)).all()
-    assert created == 1
+    # the four notes of one fact are one: the copy joined, then the wordings into the note that states them all
+    assert facts == ["User prefers email for invoices and receipts."] and credits == 2
     assert steps and all(status == "Completed" for _, status in steps)
 
 

@@ -67,7 +67,7 @@ def test_a_consolidated_note_keeps_the_highest_importance_of_its_sources(db: Db)
     with db.engine.begin() as conn:
         for note_id, score in zip(ids, (2.5, 7.25, None)):
             conn.execute(m.note.update().where(m.note.c.ID == note_id).values(ImportanceScore=score))
-    topic(store, ["Acme is billed monthly on the first business day."] * 3, AgentID=store.agent("Other"))
+    topic(store, TOPIC[:3], AgentID=store.agent("Other"))
     consolidate(db)
     scores = {json.loads(n["DerivedFromNoteIDs"])[0]: n["ImportanceScore"] for n in created_notes(db)}
     assert float(scores[ids[0]]) == 7.25

@@ -200,8 +200,10 @@ def seed_mj(db: MjDb) -> dict[str, str]:
             VALUES ('{ids["mj_run"]}', '{ids["manager"]}', 'Completed', '2026-06-01T10:00:00+00', '{ids["conversation"]}', '{ids["user"]}', 1200, 0.012345, '{{"x": 1}}', 'Memory Manager 2')"""
         )
     store = Store(db.engine)
-    texts = ["User prefers a short email summary after each support call.", "User prefers a short email summary after every support call.",
-             "User prefers short email summaries after each support call."]
+    # three wordings that each add a detail, so the merge writes a new note (copies in the same words need none)
+    texts = ["User prefers a short email summary after each support call.",
+             "User prefers a short email summary after every support call. The summary goes to the team lead.",
+             "User prefers short email summaries after each support call. Summaries are written in English."]
     for i, text in enumerate(texts):
         store.note(text, AgentID=ids["agent"], UserID=ids["user"], CompanyID=ids["company"], SourceConversationID=ids["conversation"],
                    SourceAIAgentRunID=ids["mj_run"], age_days=30 - 5 * i, AccessCount=i + 1, EmbeddingVector=json.dumps([0.5, -0.25, float(i)]))

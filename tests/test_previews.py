@@ -138,10 +138,12 @@ def test_us17_markdown_report_of_a_dream_and_of_the_run_it_recorded(db: Db) -> N
         assert "  - revoked (loser) note `" in report and "`: Alice uses metric units." in report
         assert "  - kept (winner) note `" in report and "`: Alice uses imperial units." in report
         assert "  - rule: kept the newer note (created 14 days later)" in report
-        assert "- **merge**: Consolidated from 5 notes" in report and "  - source note `" in report
+        assert "- **merge**: Consolidated from 4 notes" in report and "  - source note `" in report
+        assert "- **copies**: Absorbed 1 exact copy of this note" in report and "  - copy note `" in report  # issue 29
+        assert "- **merge**: Absorbed 2 notes of the same fact" in report and "  - kept (states it) note `" in report
         assert "\n## Flagged for review (2)\n" in report and "  - A note `" in report and "`: Carol's timezone is CET." in report
         assert f"  - text: {LONG}\n" in report  # whole, never cut
-        assert "Counts: " in report and "notesCreated 2" in report
+        assert "Counts: " in report and "notesCreated 1" in report and "copiesAbsorbed 1" in report
     assert re.search(r"\| Archive Expired Items \| done \| 7 \|", shown.stdout)
 
 

@@ -9,7 +9,8 @@ judge or by the stub LLM, then both runs are undone. Checked:
 
 - scope never widens: a consolidated note's scope is exactly its sources' scope; a note revoked
   into another points at one of the same partition or, by absorption only, a broader one; no
-  note's scope (or any column but Status, ConsolidatedIntoNoteID, Comments, __mj_UpdatedAt) ever
+  note's scope (or any column but Status, ConsolidatedIntoNoteID, Comments, __mj_UpdatedAt, and
+  the AccessCount and LastAccessedAt of a standing note credited with the notes it absorbs) ever
   changes; every change is in the change log (the audit);
 - AccessCount is conserved by consolidation (the new note's is the sum of its sources');
 - every Revoked note with ConsolidatedIntoNoteID points to an existing note; chains have no cycles;

@@ -30,6 +30,9 @@ from memctl.store import models as m
 from memctl.store.engine import write
 
 STATE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
+#: a note that absorbs notes of its fact takes their accesses (a "credit", issue 29): only then,
+#: and only as its change log says
+CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt")
 SYLLABLES = "ka lo mi ne ru sa te vo zu bra cle dri fro glu pla sti tro vex yam qui".split()
 # Four phrasings of one fact (the hashing embedder puts them at cosine >= 0.8), and one statement
 # with its negation: what the consolidate and contradictions phases, and the stub LLM, act on.
@@ -201,14 +204,16 @@ def audit(engine: Engine, baseline: Mapping[tuple[str, str], Mapping[str, Any]])
                 diff = sorted(c for c in row if row[c] != (before or {}).get(c))
                 problems.append(f"{key[0]} {key[1]} changed without a change-log row ({', '.join(diff)})")
             continue
-        after = json.loads(logged[-1]["After"]) if logged[-1]["After"] else {}
-        for column in STATE_COLUMNS:
-            if column in after and _same(after[column], row[column]) is False:
-                problems.append(f"{key[0]} {key[1]}: {column} is {row[column]!r} but the change log says {after[column]!r}")
+        credited = {c for change in logged if change["Action"] in ("credit", "restore") for c in json.loads(change["After"] or "{}") if c in CREDITED_COLUMNS}
+        changing = (*STATE_COLUMNS, *sorted(credited))
+        last = {c: v for change in logged for c, v in json.loads(change["After"] or "{}").items()}  # each column as last logged
+        for column in changing:
+            if column in last and _same(last[column], row[column]) is False:
+                problems.append(f"{key[0]} {key[1]}: {column} is {row[column]!r} but the change log says {last[column]!r}")
         if before is not None:
             for column, value in row.items():
-                if column not in STATE_COLUMNS and value != before.get(column):
-                    problems.append(f"{key[0]} {key[1]}: {column} changed ({before.get(column)!r} -> {value!r}); memctl may only change {STATE_COLUMNS}")
+                if column not in changing and value != before.get(column):
+                    problems.append(f"{key[0]} {key[1]}: {column} changed ({before.get(column)!r} -> {value!r}); memctl may only change {changing}")
 
     reviews = review_ids(engine)
     for review in reviews:

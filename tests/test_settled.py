@@ -118,7 +118,7 @@ def test_settled_partitions_are_never_read_with_their_vectors_and_changed_ones_a
     def vector(v: list[float]) -> dict[str, Any]:
         return {"EmbeddingModelID": model, "EmbeddingVector": json.dumps(v)}
 
-    facts = ["likes tea", "likes tea with milk", "really likes tea"]  # one fact and one note stating more of it (issue 24)
+    facts = ["likes tea", "likes tea with milk", "likes hot tea with milk"]  # notes that each state more of one fact (issue 24)
     alices = [store.note(f"alice {facts[i]}", AgentID=agent, UserID=alice, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
     bobs = [store.note(f"bob {facts[i]}", AgentID=agent, UserID=bob, age_days=10 - i, **vector(v)) for i, v in enumerate(apart)]
     settings = {"embed_provider": "stored", "embed_model": model}

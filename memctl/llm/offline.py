@@ -21,8 +21,9 @@ Contradictions
   person instead of applying the authority rule. Anything else is "none".
 
 Absorption
-  The broader note covers the narrower one when every sentence of the narrower note is a
-  near-duplicate (the consolidation measure above) of some sentence of the broader note.
+  The broader note covers the narrower one when some sentence of the broader note states every
+  sentence of the narrower note (`memctl.text.decide.states`: the same fact in other words, or
+  the sentence contained in it with nothing that restricts or shifts it).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ from memctl.llm.offline_merge import (
 )
 from memctl.llm.replies import AbsorptionReply, ConsolidatedNote, ConsolidationReply, ContradictionReply
 from memctl.records import NoteRecord
-from memctl.text.decide import CONFLICT, compatible_groups, decide, synthesis_problem
-from memctl.text.statement import covers, terminated
+from memctl.text.decide import CONFLICT, compatible_groups, decide, states, synthesis_problem
+from memctl.text.statement import terminated
 
 __all__ = ["MAX_CONTENT_CHARS", "MODEL", "OfflineJudge"]
 
@@ -127,13 +128,13 @@ class OfflineJudge:
         return _result(reply)
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
-        """Say whether every sentence of `narrower` is already stated by `broader`."""
+        """Say whether every sentence of `narrower` is already stated by `broader` (in other words or not)."""
         broad = note_sentences(broader)
         narrow = [sentence for sentence in note_sentences(narrower) if sentence.words]
         if not narrow:
             reply = AbsorptionReply(isCovered=False, reason="The narrower note states nothing.", confidence=NO_RULE_CONFIDENCE)
             return _result(reply)
-        missing = [s for s in narrow if not any(covers(kept, s) for kept in broad)]
+        missing = [s for s in narrow if not any(states(kept, s) for kept in broad)]
         if missing:
             reason = f'Not covered: "{missing[0].text}" is not stated by the broader note.'
             return _result(AbsorptionReply(isCovered=False, reason=reason, confidence=NOT_COVERED_CONFIDENCE))

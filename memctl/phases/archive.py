@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, in_shard, plural, read_rows, within_refusal
+from memctl.phases.common import agent_filter, archive_units, as_planned, in_shard, plural, read_rows, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.settings import Settings
@@ -154,7 +154,8 @@ class ArchivePhase:
         if name == "AIAgentNote":
             conditions.append(table.c.ProtectionTier.not_in(("Immutable", "Protected")))
         found = read_rows(conn, [table.c[c] for c in columns], conditions, (table.c["__mj_CreatedAt"], table.c.ID))
-        return [r for r in found if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
+        rows = [r for r in found if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]
+        return [as_planned(r, overlay.changed) for r in rows] if name == "AIAgentNote" and overlay.changed else rows
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:

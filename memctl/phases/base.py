@@ -69,6 +69,10 @@ class Overlay:
     removed: set[str] = field(default_factory=set)
     added: list[NoteRecord] = field(default_factory=list)
     created_by_run: set[str] = field(default_factory=set)
+    #: dry-run: the columns the earlier plans set on notes they keep Active (a standing note's
+    #: credited AccessCount and LastAccessedAt), as plan values, by note ID: later phases plan,
+    #: and guard, on the rows as they will be
+    changed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

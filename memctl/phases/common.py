@@ -49,6 +49,15 @@ def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:
     return stable_hash(partition_key(note_record(values, with_vector=False))) % count == index
 
 
+def as_planned(row: dict[str, Any], changed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Return a note row with the values earlier plans of a dry-run set on it (`Overlay.changed`)."""
+    from memctl.store import models as m
+    from memctl.store.changes import to_db_values
+
+    values = changed.get(str(row["ID"]).lower())
+    return {**row, **to_db_values(m.note, values)} if values else row
+
+
 def lookup_ids(conn: Connection, table: sa.Table, ids: Iterable[str], columns: Sequence[str] = ("ID",)) -> dict[str, Mapping[str, Any]]:
     """Fetch the rows of `table` whose ID is in `ids`: one query per chunk of the IN-list."""
     wanted = sorted({str(i).lower() for i in ids if i is not None})

@@ -11,6 +11,16 @@ of the prompt's example, a merge that drops a source's sentence) is unusable: it
 the cluster is left as it is, the child step says why, and the question is paused
 (memctl/phases/asking.py).
 
+A merged fact stays one note (issue 29). A synthesis with the text of one of its sources
+(`memctl.text.tokens.same_text_key`) writes no note: that source stands and the others are revoked
+into it (unit "standing"), so a fact re-worded night after night keeps one ID, one vector and
+one history instead of a chain of copies. Exact copies in one partition are joined the same
+way before any cluster is formed, whatever the cluster minimum and without a model (unit
+"copies"). The note that stands is credited with the accesses of those it absorbs ("credit";
+`standing_unit` says what a Protected or Immutable one gets), and the units planned after it
+see it as credited, their guards included. No reply field names the note that stands: the
+reply's text is compared, so the decision never rests on an ID a model might confuse.
+
 Nested scopes: the only move across partitions is absorption. A user-level note whose broader
 counterpart (same agent, no user, every other scope dimension equal or NULL) already states
 every fact of it is revoked into that broader note. Nothing is copied upward and the broader
@@ -59,8 +69,10 @@ from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
+from memctl.store.changes import to_db_values
 from memctl.temporal import find_relative, normalise
-from memctl.text.decide import NoteText, compatible_groups, conflict, synthesis_problem
+from memctl.text.decide import NoteText, compatible_groups, conflict, synthesis_problem, wording_key
+from memctl.text.tokens import same_text_key
 from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, close_ahead, decode_ahead
 
 NAME = "consolidate"
@@ -171,6 +183,107 @@ TIERS = ("Ephemeral", "Standard", "Protected", "Immutable")
 def strongest_tier(sources: Sequence[NoteRecord]) -> str:
     """Return the strongest ProtectionTier of `sources`: a merge never weakens a note's protection."""
     return max((n.protection_tier if n.protection_tier in TIERS else "Standard" for n in sources), key=TIERS.index)
+
+
+def _tier_rank(note: NoteRecord) -> int:
+    return TIERS.index(note.protection_tier if note.protection_tier in TIERS else "Standard")
+
+
+def outlives(stay: NoteRecord, other: NoteRecord) -> bool:
+    """Return whether `other` may be revoked into `stay`: `stay` lives at least as long and is protected at least as strongly.
+
+    A merge never shortens a fact's life or weakens its protection: a new note inherits the
+    latest expiry and the strongest tier of its sources; a standing note keeps its own.
+    """
+    return _expiry(stay) >= _expiry(other) and _tier_rank(stay) >= _tier_rank(other)
+
+
+def standing_order(note: NoteRecord, newest_first: bool = False) -> tuple:
+    """Return the order in which notes of one fact are preferred as the one that stays.
+
+    A note memctl may not revoke first (it stays whatever happens), then a note merged before
+    (ConsolidationCount > 0: every note memctl writes has one, so SourceAIAgentRunID adds
+    nothing), then the most accessed, then the oldest (its ID is the one applications know
+    longest), then by ID. With `newest_first`, the newest comes right after the notes memctl
+    may not revoke: the date the authority rule reads is then the fact's latest statement.
+    """
+    created = _utc(note.created_at).timestamp()
+    if newest_first:
+        return (consolidatable(note), -created, note.consolidation_count == 0, -note.access_count, note.id)
+    return (consolidatable(note), note.consolidation_count == 0, -note.access_count, created, note.id)
+
+
+def standing_source(sources: Sequence[NoteRecord], content: str) -> Optional[NoteRecord]:
+    """Return the source that already states a synthesis `content` (the same text), or None.
+
+    Only a source every other source may be revoked into (`outlives`) qualifies; of several,
+    the first in `standing_order`.
+    """
+    key = same_text_key(content)
+    same = [n for n in sources if key and same_text_key(n.note) == key]
+    fit = [n for n in same if all(outlives(n, other) for other in sources if other is not n)]
+    return min(fit, key=standing_order) if fit else None
+
+
+def copy_groups(notes: Sequence[NoteRecord], key_of: Callable[[NoteRecord], Any] = lambda n: same_text_key(n.note)) -> list[list[NoteRecord]]:
+    """Return the groups of two or more notes of one partition with the same key, each with a note memctl may revoke.
+
+    The key is the same text (`same_text_key`), or, in the partitions this run plans, the same
+    words once punctuation, case and filler are set aside (`memctl.text.decide.wording_key`:
+    "Ana prefers answers in Spanish." / "Ana always prefers answers in Spanish!").
+    """
+    by_key: dict[Any, list[NoteRecord]] = defaultdict(list)
+    for note in notes:
+        key = key_of(note)
+        if key:
+            by_key[key].append(note)
+    return [group for group in by_key.values() if len(group) > 1 and any(consolidatable(n) for n in group)]
+
+
+def standing_unit(
+    kind: str, key: str, stay: NoteRecord, others: Sequence[NoteRecord], kept: str, revoked: str, detail: dict[str, Any]
+) -> Unit:
+    """Return the unit that revokes `others` into `stay`, which stays Active with its ID, dates and vector.
+
+    `stay` gets the Comments line `kept` and, where memctl may write it, the access figures of
+    the notes it absorbs (AccessCount added, LastAccessedAt the latest: the "credit" action),
+    as a new note would have had them. A Protected note is only annotated; an Immutable one is
+    never written, only guarded ("check"). Each revoked note gets the Comments line `revoked`.
+    """
+    if stay.protection_tier == "Immutable":
+        keep = Mutation(TABLE, stay.id, "check", {}, guard=note_guard(stay))
+    elif stay.protection_tier == "Protected":
+        keep = Mutation(TABLE, stay.id, "annotate", {}, comment=kept, guard=note_guard(stay))
+    else:
+        accessed = [n.last_accessed_at for n in (stay, *others) if n.last_accessed_at is not None]
+        values = {
+            "AccessCount": stay.access_count + sum(n.access_count for n in others),
+            "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
+        }
+        keep = Mutation(TABLE, stay.id, "credit", values, comment=kept, guard=note_guard(stay))
+    revokes = tuple(
+        Mutation(TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": stay.id}, comment=revoked, guard=note_guard(n))
+        for n in others
+    )
+    return Unit(kind=kind, key=key, reason=kept, mutations=(keep, *revokes), detail=detail)
+
+
+def credited(units: Sequence[Unit]) -> dict[str, dict[str, Any]]:
+    """Return, per note the units credit, the NoteRecord fields it has once they are applied."""
+    out: dict[str, dict[str, Any]] = {}
+    for unit in units:
+        for mutation in unit.mutations:
+            if mutation.action == "credit":
+                values = to_db_values(m.note, mutation.values)
+                out[mutation.record_id] = {
+                    "access_count": values["AccessCount"], "last_accessed_at": values["LastAccessedAt"], "stored_access_count": None,
+                }
+    return out
+
+
+def as_after(changes: dict[str, dict[str, Any]], note: NoteRecord) -> NoteRecord:
+    """Return `note` as the planned units leave it (`credited`)."""
+    return replace(note, **changes[note.id]) if note.id in changes else note
 
 
 def fact_date(sources: Sequence[NoteRecord]) -> datetime:
@@ -359,8 +472,16 @@ class ConsolidatePhase:
         else:
             skipped = set()
 
+        # Active notes of one partition with the same text are one note, whatever the cluster
+        # minimum: found by text alone (no model), in every partition of the scope; in the
+        # partitions planned this run, wordings that differ only in punctuation, case and filler too
+        active = by_partition(notes)
+        copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
+        planned = set(cluster_keys) | set(eligible)
+        texts: dict[str, NoteText] = {}
+
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
-        if not cluster_keys and not eligible:
+        if not cluster_keys and not eligible and not copy_keys:
             plan.outcome = "no items"
             plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
             if skipped:
@@ -373,8 +494,8 @@ class ConsolidatePhase:
         stats_before = index.stats
         # A cluster partition is read whole: a candidate contested by any Active note of it (Protected
         # and manual ones too) is left to the contradiction phase (see `_contested`).
-        active = by_partition(notes) if cluster_keys else {}
         needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
+        needed.update({k: active[k] for k in copy_keys})  # read whole, for `_contested`
         needed.update({k: groups[k] for k in eligible if k not in needed})
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
@@ -396,10 +517,33 @@ class ConsolidatePhase:
             return built[0]
 
         tally = Tally()
-        cases = self._clusters(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally)
+        copy_units, copied = self._copies(index, copy_keys, vectors, texts, EXACT_COPY)
+        # Later units are planned on the notes as the earlier ones leave them: a standing note's
+        # guard then shows the AccessCount it will have when they apply.
+        changes = credited(copy_units)
+        gone = {n_id for unit in copy_units for n_id in _revoked_ids(unit)}
+        for key in cluster_keys:
+            groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
+        cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
+        cases = self._clusters(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes)
         if cases:
             self._ask_clusters(ctx, get_judge(), cases, tally)
-        revoked = {n_id for case in cases if case.unit for n_id in _revoked_ids(case.unit)}
+        cluster_units = [case.unit for case in cases if case.unit is not None]
+        revoked = gone | {n_id for unit in cluster_units for n_id in _revoked_ids(unit)}
+        changes.update(credited(cluster_units))
+        # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
+        # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are
+        touched = {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
+        leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
+        wordings = {k: found for k, found in ((k, copy_groups(m, partial(_wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
+        if wordings:
+            more, more_copied = self._copies(index, wordings, vectors, texts, SAME_WORDS)
+            copy_units, copied = copy_units + more, copied | more_copied
+            revoked |= {n_id for unit in more for n_id in _revoked_ids(unit)}
+            changes.update(credited(more))
+        for mapping in (groups, broader):
+            for key in mapping:
+                mapping[key] = [as_after(changes, n) for n in mapping[key]]
 
         absorptions: list[AbsorptionCase] = []
         found_absorptions: list[AbsorptionCase] = []
@@ -410,10 +554,10 @@ class ConsolidatePhase:
                 absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found_absorptions, tally)
         absorb_units = [u for u in (self._absorb_unit(ctx, case) for case in absorptions) if u is not None]
         if marks is not None:
-            newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units)
+            newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units, copied)
             marks.record([mark_of[k] for k in newly])
 
-        plan.units = [case.unit for case in cases if case.unit is not None] + absorb_units
+        plan.units = copy_units + cluster_units + absorb_units
         plan.children = [self._child(case) for case in cases]
         thresholds = {model: index.thresholds(model)[0] for model in sorted({v.model for v in vectors.values()})}
         plan.input = {
@@ -429,15 +573,18 @@ class ConsolidatePhase:
         }
         stats = index.stats
         used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
-        plan.output = _output(tally, used, cases, len(absorptions), deferred, len(absorb_units))
-        if not cases and not absorptions:
+        plan.output = _output(tally, used, cases, len(absorptions), deferred, len(absorb_units), copy_units)
+        if not cases and not absorptions and not copy_units:
             plan.outcome = "no items"
         out = plan.output
         plan.message = (
-            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, {out['clustersDeclined']} declined, "
-            f"{out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
+            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, "
+            + (f"{out['clustersIntoStanding']} into a standing note, " if out["clustersIntoStanding"] else "")
+            + f"{out['clustersDeclined']} declined, {out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
             + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
-            + f"; {plural(len(absorb_units), 'note')} to absorb"
+            + "; "
+            + (f"{_copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
+            + f"{plural(len(absorb_units), 'note')} to absorb"
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
             + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
             + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
@@ -460,6 +607,53 @@ class ConsolidatePhase:
                 plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
         return plan
 
+    # --- exact copies ----------------------------------------------------------------------
+
+    def _copies(
+        self,
+        index: VectorIndex,
+        found: dict[PartitionKey, list[list[NoteRecord]]],
+        vectors: dict[PartitionKey, PartitionVectors],
+        texts: dict[str, NoteText],
+        what: str,
+    ) -> tuple[list[Unit], set[PartitionKey]]:
+        """Plan the absorption of exact copies (and return the partitions that have some): per group,
+        the note `standing_order` puts first stays.
+
+        A note memctl may not revoke (manual, Protected, Immutable) is never revoked: it stays,
+        and the copies memctl may revoke are absorbed into it. A copy the staying note does not
+        outlive (`outlives`) stays too. When an Active note of the partition contradicts the
+        copies (by the offline rules), the contradiction phase will read their dates: the newest
+        copy stays and absorbs only older ones, so the rule sees the fact's latest statement
+        with the access counts of all, as it would see a note consolidated from them.
+        """
+        units: list[Unit] = []
+        copied: set[PartitionKey] = set()
+        for key, groups in found.items():
+            pv = vectors[key]
+            contested = _contested(pv, {n.id for group in groups for n in group}, min(index.thresholds(pv.model)), texts)
+            for group in groups:
+                dated = any(n.id in contested for n in group)
+                takes = partial(_takes_copy, dated=dated)
+                remaining = sorted(group, key=partial(standing_order, newest_first=dated))
+                while len(remaining) > 1:
+                    # the first in order that may take every other note memctl may revoke, else the first
+                    revocable = [n for n in remaining if consolidatable(n)]
+                    stay = next((s for s in remaining if all(takes(s, o) for o in revocable if o is not s)), remaining[0])
+                    rest = [n for n in remaining if n is not stay]
+                    absorbed = [n for n in rest if takes(stay, n)]
+                    if absorbed:
+                        copied.add(key)
+                        shown = ", ".join(n.id for n in absorbed[:10]) + (f" and {len(absorbed) - 10} more" if len(absorbed) > 10 else "")
+                        units.append(standing_unit(
+                            "copies", f"copies:{stay.id}", stay, absorbed,
+                            f"Absorbed {_copies_text(len(absorbed))} of this note ({shown})",
+                            f"Consolidated into note {stay.id}: {what}",
+                            {"partition": short_key(key), "copies": len(absorbed), "standing": stay.id},
+                        ))
+                    remaining = [n for n in rest if n not in absorbed]
+        return units, copied
+
     # --- clusters --------------------------------------------------------------------------
 
     def _clusters(
@@ -472,17 +666,18 @@ class ConsolidatePhase:
         get_judge: JudgeGetter,
         reference_date: str,
         tally: Tally,
+        texts: dict[str, NoteText],
+        changes: dict[str, dict[str, Any]],
     ) -> list[ClusterCase]:
         from memctl.llm.questions import question_data
 
         settings = ctx.settings
         cases = []
-        texts: dict[str, NoteText] = {}
         for key in keys:
             pv = vectors[key]
             wanted = {n.id for n in groups[key]}
             rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
-            members = [pv.notes[i] for i in rows]
+            members = [as_after(changes, pv.notes[i]) for i in rows]
             threshold = index.thresholds(pv.model)[0]
             found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
             if not found:
@@ -530,7 +725,7 @@ class ConsolidatePhase:
         for case, answer in zip(cases, answers, strict=True):
             case.answer = answer
             self._judge_case(ctx, case)
-        self._attach_vectors(ctx, [c for c in cases if c.unit is not None])
+        self._attach_vectors(ctx, [c for c in cases if c.verdict == "consolidated"])
 
     @staticmethod
     def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
@@ -566,13 +761,27 @@ class ConsolidatePhase:
             case.why = f"confidence {reply.consolidatedNote.confidence:g} is below the floor {floor:g}: {one_line(reply.reason)}"
             return
         case.verdict, case.why = "consolidated", one_line(reply.reason) or "consolidated"
-        case.unit = self._cluster_unit(ctx, case, reply)
-
-    def _cluster_unit(self, ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply) -> Unit:
-        assert reply.consolidatedNote is not None
-        by_id = {n.id: n for n in case.notes}
         chosen = {i.strip().lower() for i in reply.sourceNoteIds}
         sources = [n for n in case.notes if n.id in chosen]  # oldest first
+        stay = standing_source(sources, reply.consolidatedNote.content)
+        if stay is None:
+            case.unit = self._cluster_unit(ctx, case, reply, sources)
+            return
+        # the synthesis is what `stay` says already: it absorbs the others, no copy of it is written
+        case.verdict = "standing"
+        others = [n for n in sources if n is not stay]
+        ids = sorted(n.id for n in sources)
+        key = "standing:" + hashlib.sha256(",".join(ids).encode()).hexdigest()[:16]
+        case.unit = standing_unit(
+            "standing", key, stay, others,
+            f"Absorbed {plural(len(others), 'note')} of the same fact ({', '.join(n.id for n in others)}): {case.why}",
+            f"Consolidated into note {stay.id}, which states the same: {case.why}",
+            {"partition": short_key(case.key), "clusterSize": len(case.notes), "sources": len(sources), "standing": stay.id},
+        )
+
+    def _cluster_unit(self, ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, sources: list[NoteRecord]) -> Unit:
+        assert reply.consolidatedNote is not None
+        by_id = {n.id: n for n in case.notes}
         ids = [n.id for n in sources]
         content = reply.consolidatedNote.content.strip()
         now = ctx.now
@@ -657,7 +866,8 @@ class ConsolidatePhase:
             input={"clusterSize": len(case.notes), "noteIds": [n.id for n in case.notes], "partition": short_key(case.key)},
             output={
                 "verdict": case.verdict,
-                "newNoteId": case.unit.mutations[0].record_id if case.unit is not None else None,
+                "newNoteId": case.unit.mutations[0].record_id if case.unit is not None and case.verdict == "consolidated" else None,
+                **({"standingNoteId": case.unit.detail["standing"]} if case.unit is not None and case.verdict == "standing" else {}),
                 "reason": case.why,
                 "tokens": answer.usage.total if answer else 0,
                 "cached": bool(answer and answer.cached),
@@ -803,6 +1013,24 @@ def _ask_absorption(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteR
     return get_judge().absorption(broader, narrower)
 
 
+#: how a copy's Comments line says what it is
+EXACT_COPY = "an exact copy of it (the same text)"
+SAME_WORDS = "the same fact in its words (punctuation, case and filler aside)"
+
+
+def _wording(texts: dict[str, NoteText], note: NoteRecord) -> Any:
+    return wording_key(_note_text(texts, note))
+
+
+def _copies_text(count: int) -> str:
+    return f"{count} exact {'copy' if count == 1 else 'copies'}"
+
+
+def _takes_copy(stay: NoteRecord, other: NoteRecord, dated: bool) -> bool:
+    """Return whether the copy `other` may be revoked into `stay` (`dated`: no newer copy into an older one)."""
+    return consolidatable(other) and outlives(stay, other) and (not dated or other.created_at <= stay.created_at)
+
+
 def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[PartitionKey, dict[str, int]], home: dict[str, PartitionKey], note_id: str) -> np.ndarray:
     key = home[note_id]
     return vectors[key].vectors[rows[key][note_id]]
@@ -849,20 +1077,22 @@ def _settled_now(
     found: Sequence[AbsorptionCase],
     asked: Sequence[AbsorptionCase],
     absorb_units: Sequence[Unit],
+    copied: set[PartitionKey],
 ) -> list[PartitionKey]:
     """Return the partitions planned this run that need nothing, every question answered.
 
     A partition qualifies when every cluster of it was declined by a valid (cached) verdict,
     and, for a user partition, every cluster of its broader partitions too (their consolidation
     decides which broader notes it is compared with), and every absorption check of its notes
-    was answered (none failed, none left for a later run) and absorbs nothing.
+    was answered (none failed, none left for a later run) and absorbs nothing, and no exact
+    copies of it are to be joined (`copied`).
     """
     verdicts: dict[PartitionKey, set[str]] = defaultdict(set)
     for case in cases:
         verdicts[case.key].add(case.verdict)
     answered = {id(c) for c in asked if c.answer is not None and c.answer.reply is not None}
     absorbed = {u.mutations[0].record_id for u in absorb_units}
-    blocked: set[PartitionKey] = set()
+    blocked: set[PartitionKey] = set(copied)
     for case in found:
         key = partition_key(case.narrower)
         if id(case) not in answered or case.narrower.id in absorbed:
@@ -882,17 +1112,33 @@ def _revoked_ids(unit: Unit) -> list[str]:
     return [mu.record_id for mu in unit.mutations if mu.action == "revoke"]
 
 
-def _output(tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], checked: int, deferred: int, absorbed: int) -> dict[str, Any]:
-    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in ("consolidated", "declined", "invalid", "failed", "paused")}
+def _output(
+    tally: Tally,
+    vectors: VectorStats,
+    cases: Sequence[ClusterCase],
+    checked: int,
+    deferred: int,
+    absorbed: int,
+    copy_units: Sequence[Unit] = (),
+) -> dict[str, Any]:
+    verdicts = ("consolidated", "standing", "declined", "invalid", "failed", "paused")
+    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in verdicts}
+    into_standing = sum(len(_revoked_ids(c.unit)) for c in cases if c.unit is not None and c.verdict == "standing")
+    copies = sum(len(_revoked_ids(u)) for u in copy_units)
     out = {
         "clustersFound": len(cases),
         "clustersConsolidated": counts["consolidated"],
+        "clustersIntoStanding": counts["standing"],
         "clustersDeclined": counts["declined"],
         "clustersInvalid": counts["invalid"],
         "clustersFailed": counts["failed"],
         "clustersPaused": counts["paused"],
-        "notesRevoked": sum(len(c.unit.mutations) - 1 for c in cases if c.unit is not None),
+        # every note a merge revokes: into a new note, into a standing note, or as an exact copy
+        "notesRevoked": sum(len(_revoked_ids(c.unit)) for c in cases if c.unit is not None) + copies,
         "notesCreated": counts["consolidated"],
+        "notesAbsorbedIntoStanding": into_standing,
+        "copyGroups": len(copy_units),
+        "copiesAbsorbed": copies,
         "clustersSplit": tally.clusters_split,
         "notesKeptApart": tally.kept_apart,
         "absorptionsChecked": checked,

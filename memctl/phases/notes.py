@@ -9,7 +9,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import in_shard, sqlite_guid
+from memctl.phases.common import as_planned, in_shard, sqlite_guid
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
 from memctl.similarity import partition_key
@@ -116,6 +116,8 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     negative = sum(1 for n in notes if n.stored_access_count is not None)
     if negative:
         ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
+    if overlay.changed:
+        notes = [note_record(as_planned(record_row(n), overlay.changed)) if n.id in overlay.changed else n for n in notes]
     for added in overlay.added:
         if added.id not in overlay.removed and (not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()):
             notes.append(added)

@@ -17,7 +17,9 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 
 from memctl.phases.base import Overlay, PhaseContext
-from memctl.phases.common import agent_filter, archive_units, chunks, in_shard, lookup_ids, plural, read_rows, sqlite_guid, within_refusal
+from memctl.phases.common import (
+    agent_filter, archive_units, as_planned, chunks, in_shard, lookup_ids, plural, read_rows, sqlite_guid, within_refusal,
+)
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row
 from memctl.store import models as m
@@ -151,7 +153,7 @@ class PrunePhase:
             checked, gone, refs = _orphan_references(conn, [t.c.Status == "Active", *rest], ctx, overlay, added)
             # then whole rows of the orphans only
             rows: list[Mapping[str, Any]] = [
-                r for r in _active_by_id(conn, list(gone), rest)
+                as_planned(r, overlay.changed) for r in _active_by_id(conn, list(gone), rest)
                 # a row whose references changed since the first read was not looked up: next run
                 if _references(r) in gone.get(str(r["ID"]).lower(), ()) and in_shard(r, ctx.scope)
             ]

@@ -38,9 +38,13 @@ SETTABLE = {
     "resolve": {"Status", "ConsolidatedIntoNoteID"},
     "annotate": set(),
     "check": set(),
-    "restore": {"Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt"},
+    # a standing note absorbs notes of its fact: their accesses become its own (issue 29)
+    "credit": {"AccessCount", "LastAccessedAt"},
+    "restore": {"Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt", "AccessCount", "LastAccessedAt"},
 }
 CHANGE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
+#: columns the change log also keeps, for a note whose mutation sets them (a credit, its undo)
+CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt")
 
 # memctl_review holds contradictions flagged for an operator. A flag is part of a plan like any
 # mutation (so a dry-run writes none and a saved plan raises it when applied), and it is logged,
@@ -58,6 +62,13 @@ REVIEW_CHANGE_COLUMNS = ("Status", "KeptNoteID", "ResolvedAt")
 def change_columns(table: str) -> tuple[str, ...]:
     """Return the columns whose before/after states the change log keeps for `table`."""
     return REVIEW_CHANGE_COLUMNS if table == REVIEW_TABLE else CHANGE_COLUMNS
+
+
+def logged_columns(table: str, values: Collection[str]) -> tuple[str, ...]:
+    """Return the columns the change log keeps for a mutation of `table` setting `values`:
+    `change_columns`, and the access figures when the mutation sets them."""
+    extra = tuple(c for c in CREDITED_COLUMNS if c in values) if table == "AIAgentNote" else ()
+    return change_columns(table) + extra
 
 
 @dataclass
@@ -103,7 +114,8 @@ def policy_refusal(action: str, table: str, row: Mapping[str, Any], values: Opti
     Checked for every action that writes, `restore` included: an Immutable note is never
     changed; a Protected or manual record is never made Revoked or Archived by memctl (an
     operator's `review resolve` excepted, which is their explicit decision), whether a phase
-    or an undo asks.
+    or an undo asks; a Protected note's access figures are never credited (memctl may only
+    annotate its Comments).
     """
     if action == "check" or table == REVIEW_TABLE:
         return None  # a check writes nothing (an Immutable note may be the one a unit relies on)
@@ -111,6 +123,8 @@ def policy_refusal(action: str, table: str, row: Mapping[str, Any], values: Opti
     tier = str(tier).capitalize() if tier else tier  # 'protected' on a case-insensitive collation is Protected
     if tier == "Immutable":
         return "the note is Immutable"
+    if action == "credit" and tier == "Protected":
+        return "the note is Protected (memctl only annotates it)"
     lowers = action in STATUS_CHANGING or (action == "restore" and (values or {}).get("Status") not in (None, "Active"))
     if lowers:
         if tier == "Protected":
@@ -384,7 +398,7 @@ def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
             keys = tuple(sorted(new))
             written = _sqlite_ids(table, new, rows) if sqlite else new
             updates[keys].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
-            before = {c: jsonable(row[c]) for c in change_columns(table_name) if c in table.c}
+            before = {c: jsonable(row[c]) for c in logged_columns(table_name, new) if c in table.c}
             after = dict(before)
             after.update(jsonable({k: v for k, v in new.items() if k in before}))
             changes.append(_change_row(ctx, unit, mutation, before, after))
@@ -447,7 +461,7 @@ def run_changes(conn: Connection, run_id: str) -> list[Mapping[str, Any]]:
 
 
 # Every action a change-log row may hold; undo refuses (exit 2, naming it) a log it cannot read.
-LOGGED_ACTIONS = ("insert", "revoke", "archive", "annotate", "resolve", "restore", "flag", "unflag", "review")
+LOGGED_ACTIONS = ("insert", "revoke", "archive", "annotate", "credit", "resolve", "restore", "flag", "unflag", "review")
 
 
 def unknown_actions(conn: Connection, run_id: str) -> list[str]:
@@ -492,7 +506,7 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
             mutation = Mutation(table, record_id, "flag", values, f"Undone: flag removed by run {run_id}", None)
         else:
             before = json.loads(first["Before"])
-            values = {c: before[c] for c in change_columns(table) if c in before}
+            values = {c: before[c] for c in logged_columns(table, before) if c in before}
             mutation = Mutation(table, record_id, "restore", values, None, _undo_guard(table, last_after, force))
         mutations.append(mutation)
     if not mutations:

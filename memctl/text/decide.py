@@ -57,7 +57,7 @@ from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text import english, lexicon
 from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem
-from memctl.text.tokens import normal
+from memctl.text.tokens import same_text_key
 
 T = TypeVar("T")
 
@@ -565,11 +565,10 @@ def _analysis(pieces: tuple[str, ...]) -> tuple[Sentence, ...]:
     return tuple(analyse(p) for p in pieces)
 
 
-def same_text_key(text: str) -> str:
-    """Return the form in which two notes are "the same text": NFKC, casefolded, single spaces, no sentence-final stops."""
-    flat = normal(text).casefold()
-    out = [piece.rstrip(" .!?。…؟") for piece in split_sentences(flat)] or [flat]
-    return " ".join(p for p in out if p)
+def wording_key(note: NoteText) -> tuple[tuple[str, ...], ...]:
+    """Return what two wordings of one fact share: each sentence's words, negations in place, once
+    punctuation, case, filler and adverbs are set aside (equal keys: the same fact, `SAME`)."""
+    return tuple(s.signed for s in note.sentences if s.words)
 
 
 def _rank(d: Decision) -> int:
@@ -611,8 +610,8 @@ def _decide(a: NoteText, b: NoteText) -> Decision:
     sb = [s for s in b.sentences if s.words]
     if not sa or not sb:
         return Decision(COMPLEMENTARY, "a note with no words")
-    b_in_a = all(any(_states(x, y) for x in sa) for y in sb)
-    a_in_b = all(any(_states(y, x) for y in sb) for x in sa)
+    b_in_a = all(any(states(x, y) for x in sa) for y in sb)
+    a_in_b = all(any(states(y, x) for y in sb) for x in sa)
     if b_in_a and a_in_b:
         return Decision(SAME, "each note states every sentence of the other", template=True)
     if b_in_a or a_in_b:
@@ -647,7 +646,7 @@ def _decide(a: NoteText, b: NoteText) -> Decision:
     return Decision(COMPLEMENTARY, "different statements about one subject")
 
 
-def _states(kept: Sentence, candidate: Sentence) -> bool:
+def states(kept: Sentence, candidate: Sentence) -> bool:
     """Say whether `kept` states `candidate`: the same fact, or `candidate` contained in it with no other subject."""
     found = compare(kept, candidate)
     return found.relation == SAME or (found.relation == ELABORATION and covers(kept, candidate))

@@ -29,7 +29,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Token", "normal", "sentences", "tokens", "ascii_digits", "is_spaceless", "NUMBER", "ID", "WORD", "CHAR", "EMAIL", "URL"]
+__all__ = ["Token", "normal", "same_text_key", "sentences", "tokens", "ascii_digits", "is_spaceless", "NUMBER", "ID", "WORD", "CHAR", "EMAIL", "URL"]
 
 # token kinds
 WORD = "word"
@@ -185,6 +185,23 @@ def is_caseless(text: str) -> bool:
 def is_spaceless(text: str) -> bool:
     """Say whether `text` holds characters of a script written without spaces (Han, kana)."""
     return _SPACELESS.search(text) is not None
+
+
+#: sentence-final punctuation: ASCII, the ellipsis, CJK full stops and their full-width forms
+#: (NFKC folds most full-width forms to ASCII first; they are listed for clarity)
+SENTENCE_END = ".!?\u2026\u3002\uff01\uff1f\uff0e\uff61"
+
+
+def same_text_key(text: str) -> str:
+    """Return the key under which two note texts count as the same text (issue 29).
+
+    NFKC, case-folded, sentence-final punctuation removed where it ends a sentence (before
+    whitespace or at the end), whitespace collapsed to single spaces and stripped. Punctuation
+    inside a word or number ("3.5", "e-mail", "a.m") is kept: "3.5" and "35" stay two texts.
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    # split/rstrip/join: about half the time of two regular expressions, and a dream keys every Active note
+    return " ".join(word for word in (w.rstrip(SENTENCE_END) for w in folded.split()) if word)
 
 
 #: a sentence ends after . ! ? (NFKC has made ！？． and … plain) followed by a space or by a
