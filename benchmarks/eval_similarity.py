@@ -43,7 +43,7 @@ free 127.0.0.1 port and read through memctl's openai embedder, as an operator wo
 Usage:
   python benchmarks/eval_similarity.py --embedders hashing,minilm,e5 --json results.json
   python benchmarks/eval_similarity.py --embedders hashing,minilm,e5 --multilingual-only
-  python benchmarks/eval_similarity.py --timing    # speed of embedding and clustering only
+  python benchmarks/eval_similarity.py --timing --embedders hashing,minilm,e5   # speed only: load, embed, cluster
 """
 
 from __future__ import annotations
@@ -447,13 +447,21 @@ def render_summary(results: dict[str, dict], multilingual: dict[str, dict]) -> s
     return "\n".join(lines)
 
 
-def timing(personas: dict[str, dict[str, list[tuple[str, str]]]]) -> dict[str, float]:
-    """Time hashing 100k notes and clustering / pairing a 20,000 x 384 partition."""
+def timing(personas: dict[str, dict[str, list[tuple[str, str]]]], names: list[str]) -> dict[str, float]:
+    """Time loading each named model and embedding 1,000 notes with it, hashing 100k notes, and
+    clustering / pairing a 20,000 x 384 partition."""
     from memctl.similarity import clusters, pairs
 
     sentences = [t for half in personas.values() for facts in half.values() for pair in facts for t in pair]
-    notes = [f"{sentences[i % len(sentences)]} (note {i})" for i in range(100_000)]
     out = {}
+    for name in (n for n in names if n != "hashing"):
+        started = time.perf_counter()
+        embedder = EMBEDDERS[name]()  # MiniLM: importing torch and loading; e5: starting the server
+        out[f"{name}_load_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        embedder.embed(list(dict.fromkeys(sentences))[:1_000])
+        out[f"{name}_embed_1k_s"] = time.perf_counter() - started
+    notes = [f"{sentences[i % len(sentences)]} (note {i})" for i in range(100_000)]
     started = time.perf_counter()
     HashingEmbedder().embed(notes)
     out["hashing_embed_100k_s"] = time.perf_counter() - started
@@ -494,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown embedder(s): {', '.join(unknown)}")
     personas = load_personas(args.data / "persona_rephrase_pairs.jsonl")
     if args.timing:
-        for key, value in timing(personas).items():
+        for key, value in timing(personas, names).items():
             print(f"{key:38}{value:10.2f}" if isinstance(value, float) else f"{key:38}{value:10d}")
         return 0
     sick = {
