@@ -267,7 +267,8 @@ def evaluate(
         ),
     }
     if "tune_hn_at_0.60" in reference:
-        consolidate_candidates["as MiniLM@0.60 (persona tune HN)"] = threshold_for_fraction(tune_scores[~tune_pos], reference["tune_hn_at_0.60"])
+        share = reference["tune_hn_at_0.60"]
+        consolidate_candidates["as MiniLM@0.60 (persona tune HN)"] = threshold_for_fraction(tune_scores[~tune_pos], share)
     contradiction_candidates = {
         f"{args.contradiction_recall:.0%} SICK contradictions (train)": threshold_for_fraction(train_contra, args.contradiction_recall),
         "as MiniLM@0.70 (train)": (
@@ -438,7 +439,9 @@ def render_summary(results: dict[str, dict], multilingual: dict[str, dict]) -> s
         if r:
             point = r["test"]["consolidate"]["shipped"]
             persona = f"{100 * point['recall']:.0f}/{100 * point['hard_negatives_admitted']:.1f}"
-        cells = "".join((f"{100 * m[lang]['recall']:.0f}/{100 * m[lang]['false_pairs']:.0f}" if lang in m else "-").rjust(9) for lang in langs)
+        cells = "".join(
+            (f"{100 * m[lang]['recall']:.0f}/{100 * m[lang]['false_pairs']:.0f}" if lang in m else "-").rjust(9) for lang in langs
+        )
         lines.append(f"{name:10}{threshold:6.2f}{persona:>14}{cells}")
     lines.append(
         "PersonaChat: test-half rephrase recall / hard negatives admitted (distinct facts of one persona); "
