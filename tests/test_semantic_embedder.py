@@ -141,7 +141,7 @@ def test_paraphrases_cluster_with_minilm_and_not_with_hashing(db: Db, minilm: No
         [new] = conn.execute(sa.select(m.note).where(m.note.c.DerivedFromNoteIDs.is_not(None))).mappings().all()
     assert sorted(json.loads(new["DerivedFromNoteIDs"])) == sorted(i.lower() for i in spanish.values())
     assert {str(store.note_row(i)["ConsolidatedIntoNoteID"]).lower() for i in spanish.values()} == {str(new["ID"]).lower()}
-    assert cached_models(db) == {"memctl-hashing-v1", MINILM}
+    assert cached_models(db) == {"memctl-hashing-v2", MINILM}
     assert verify(db.engine) == []
 
 
