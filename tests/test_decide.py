@@ -126,6 +126,24 @@ def test_an_adverb_is_not_a_subject() -> None:
     assert len(groups) == 1 and reasons == []
 
 
+def test_determiners_quantifiers_and_verb_forms_are_wordings() -> None:
+    """Wordings a correct model merges and the authority check must not read as two values (issue 24's month of nights)."""
+    spanish = ["Ana prefers answers in Spanish.", "Ana prefers her answers in Spanish.", "Ana prefers all answers in Spanish.",
+               "Ana prefers to get answers in Spanish.", "Ana prefers getting answers in Spanish."]
+    for i, a in enumerate(spanish):
+        for b in spanish[i + 1:]:
+            assert mergeable(d(a, b)), (a, b, d(a, b).reason)
+    assert d("Ana prefers answers in Spanish.", "Ana prefers answers in German.").relation == CONFLICT
+
+
+def test_a_free_word_of_another_language_is_a_value() -> None:
+    """"cet" and "son" are French determiners, but an English time zone and an English son."""
+    cet = d("Carol's timezone is CET.", "Carol's timezone is PST.")
+    assert cet.relation == CONFLICT and cet.certain
+    assert not mergeable(d("Alice's son is Tom.", "Alice's daughter is Tom."))
+    assert d("Marie envoie son rapport chaque lundi.", "Marie envoie le rapport chaque lundi.").relation == SAME
+
+
 def test_negation_in_every_language() -> None:
     for positive, negative in (("User likes email updates.", "User does not like email updates."),
                                ("Tom mag E-Mails.", "Tom mag keine E-Mails."),

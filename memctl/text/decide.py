@@ -46,6 +46,9 @@ Who uses what (the contract of DESIGN 4):
 - Any judge's contradiction verdict between notes that name different subjects (hard evidence,
   names, a different subject place) is never applied; between notes that differ in a hard value
   it is only flagged for review (`verdict_guard`).
+- Any judge's absorption "yes" (a broader or a merged note states every fact of another) is not
+  applied when the other note holds hard evidence the broader one lacks, or the two name different
+  subjects (`absorption_veto`).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text import english, lexicon
-from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem
+from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem, verb_base
 from memctl.text.tokens import same_text_key
 
 T = TypeVar("T")
@@ -130,6 +133,8 @@ def _inflection(left: Sequence[str], right: Sequence[str]) -> bool:
     a, b = left[0], right[0]
     if any(c.isdigit() for c in a + b):
         return False  # "2026-03-11" / "2026-03-10" are two values, however alike
+    if verb_base(a) == verb_base(b):
+        return True  # "get" / "getting"
     short, long = sorted((a, b), key=len)
     if len(short) >= 3 and long.startswith(short) and len(long) >= 1.5 * len(short):
         return True  # an abbreviation ("Abo" / "Abonnement", "サブスク" / "サブスクリプション")
@@ -281,7 +286,8 @@ def compare(a: Sentence, b: Sentence) -> Decision:
                         certain=True, evidence="rule", template=template, confidence=CERTAIN_CONFIDENCE, sentences=pair)
 
     # --- roles swapped: the same words in another order, no clause moved whole
-    xs, ys = [w for w in x if w not in lexicon.FREE_WORDS], [w for w in y if w not in lexicon.FREE_WORDS]
+    free_a, free_b = _free(a), _free(b)
+    xs, ys = [w for w in x if w not in free_a], [w for w in y if w not in free_b]
     swapped = SequenceMatcher(a=xs, b=ys, autojunk=False).get_matching_blocks() if xs and sorted(xs) == sorted(ys) and xs != ys else None
     if swapped and (max(block.size for block in swapped) <= len(xs) / 2 or (xs[0] == ys[-1] and xs[-1] == ys[0] != xs[0])):
         return Decision(CONFLICT, f'one template, different values: "{a.text}" / "{b.text}" (the same words in another order)',
@@ -342,17 +348,21 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
     diff = _Diff([], [], [])
     sx, sy = set(x), set(y)
     names = a.capitals | b.capitals
+    free_a, free_b = _free(a), _free(b)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
-        left = tuple(w for w in x[i1:i2] if w not in lexicon.FREE_WORDS)
-        right = tuple(w for w in y[j1:j2] if w not in lexicon.FREE_WORDS)
+        left = tuple(w for w in x[i1:i2] if w not in free_a)
+        right = tuple(w for w in y[j1:j2] if w not in free_b)
         if not left and not right:
             continue  # a determiner or possessive swapped ("each" / "every", "his" / "the")
         previous = x[i1 - 1] if i1 else ""
         if left and right:
             if lexicon.synonyms(left, right) or _grammar(left, right, previous):
                 continue
+            verbs = (tuple(w for w in left if w not in _LINKS), tuple(w for w in right if w not in _LINKS))
+            if len(left) + len(right) == 3 and len(verbs[0]) == len(verbs[1]) == 1 and verb_base(verbs[0][0]) == verb_base(verbs[1][0]):
+                continue  # "to get" / "getting": one verb
             if _inflection(left, right):
                 # names are not inflected forms of each other ("Ana" / "Anja", "Faro" / "Farola")
                 (diff.places if set(left) & names or set(right) & names else diff.inflected).append(_Place(left, right, i1, j1))
@@ -371,6 +381,11 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
                 continue  # moved, a particle, a preposition
             diff.additions.append(_Place(left, right, i1, j1))
     return diff
+
+
+def _free(sentence: Sentence) -> frozenset[str]:
+    """Return the words a wording of `sentence` swaps freely: its language's determiners and possessives, none written with a capital ("CET")."""
+    return lexicon.free_words(sentence.raw) - sentence.capitals
 
 
 def _anchors(sentence: Sentence) -> list[str]:
@@ -739,6 +754,22 @@ def verdict_guard(a: NoteText, b: NoteText, rules_judge: bool = False) -> Guard:
     if rules_judge and not (d.relation == CONFLICT and d.certain):
         return Guard("flag", "no offline rule is sure the value is single, so only a person may say which holds")
     return Guard("apply")
+
+
+def absorption_veto(broader: NoteText, narrower: NoteText) -> Optional[str]:
+    """Check a judge's "the broader note states every fact of the narrower one" against hard evidence.
+
+    Return why the "yes" must not be applied, or None: the narrower note holds hard evidence (a
+    number in any digit system, an ID, e-mail, URL or date) the broader note does not state, or
+    the two name different subjects or hold conflicting values by hard evidence.
+    """
+    lost = narrower.hard - broader.hard
+    if lost:
+        return f"the narrower note states {', '.join(sorted(lost))}, which the broader note does not"
+    d = decide(broader, narrower)
+    if model_veto(d):
+        return d.reason
+    return None
 
 
 def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = False,

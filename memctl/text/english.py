@@ -38,6 +38,7 @@ from memctl.text.statement import (
     alignment as _alignment,
     expand_contractions as _expand_contractions,
     stem as _stem,
+    verb_base,
 )
 
 _WORD = re.compile(r"[^\W_]+(?:[-@./:+_][^\W_]+)*")
@@ -234,9 +235,21 @@ def read_facts(text: str) -> tuple[Fact, ...]:
     return tuple(fact for fact in facts if fact is not None)
 
 
+#: words two wordings of one value swap freely: determiners, possessives, "to" ("to get answers" / "getting answers")
+_FREE_VALUE_WORDS = frozenset(lexicon.FREE_BY_LANGUAGE["en"]) | {"to"}
+
+
+def _value_words(words: Sequence[str]) -> set[str]:
+    return {verb_base(w) for w in words if w not in _FREE_VALUE_WORDS}
+
+
 def _values_compete(a: Fact, b: Fact) -> bool:
-    """Say whether two values of one attribute exclude each other (see rule 2b)."""
-    words_a, words_b = set(a.head + a.qualifier), set(b.head + b.qualifier)
+    """Say whether two values of one attribute exclude each other (see rule 2b).
+
+    Values whose words (determiners, possessives and -ing forms aside) are one a part of the
+    other are two wordings of one value: "to get answers in Spanish" / "all answers in Spanish".
+    """
+    words_a, words_b = _value_words(a.head + a.qualifier), _value_words(b.head + b.qualifier)
     if words_a <= words_b or words_b <= words_a or _synonymous(a.head, b.head):
         return False
     if a.kind == "named":

@@ -159,17 +159,27 @@ janvier février mars avril mai juin juillet août septembre octobre novembre d�
 #: what ends a name in scripts without spaces: a name before it is the subject ("许女士", "佐野さん")
 HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "总", "さん", "様", "氏", "社長", "部長", "先生")
 
-#: determiners and possessives a wording swaps freely ("after each call" / "after every call", "his" / "the")
-FREE = _entries("""
-each, every, this, that, these, those, his, her, their, my, our, your, its, a, an, the,
-jeder, jede, jedes, jeden, jedem, sein, seine, seinen, seinem, seiner, ihr, ihre, ihren, ihrem, ihrer, mein, meine, dieser,
-diese, dieses, diesen,
-cada, su, sus, mi, mis, este, esta, estos, estas, ese, esa, esos, esas,
-chaque, son, sa, ses, leur, leurs, mon, ma, mes, ce, cet, cette, ces,
-каждый, каждую, каждое, каждая, каждого, его, её, ее, их, мой, моя, моё, этот, эта, это, эти, свой, свою, свои, своё,
-他的, 她的, 这个, 那个, 该,
-その, この, あの, 彼の, 彼女の
-""")
+#: determiners, quantifiers and possessives a wording swaps freely ("after each call" / "after every call", "his" / "the",
+#: "all answers" / "answers"), per language: in a sentence of another language the same letters may be a value
+#: ("son" is French for "his" and English for a son, "cet" French for "this" and a time zone)
+FREE_BY_LANGUAGE = {
+    "en": _entries("each, every, all, this, that, these, those, his, her, their, my, our, your, its, a, an, the"),
+    "de": _entries("alle, jeder, jede, jedes, jeden, jedem, sein, seine, seinen, seinem, seiner, ihr, ihre, ihren, ihrem, ihrer, "
+                   "mein, meine, dieser, diese, dieses, diesen"),
+    "es": _entries("cada, todos, todas, su, sus, mi, mis, este, esta, estos, estas, ese, esa, esos, esas"),
+    "fr": _entries("chaque, tous, toutes, son, sa, ses, leur, leurs, mon, ma, mes, ce, cet, cette, ces"),
+    "ru": _entries("каждый, каждую, каждое, каждая, каждого, его, её, ее, их, мой, моя, моё, этот, эта, это, эти, свой, свою, свои, своё"),
+    "zh": _entries("他的, 她的, 这个, 那个, 该"),
+    "ja": _entries("その, この, あの, 彼の, 彼女の"),
+}
+FREE = tuple(word for words in FREE_BY_LANGUAGE.values() for word in words)
+#: words only one of the Latin-script languages uses, telling which one a sentence is in
+_MARKERS = {
+    "en": frozenset("the is are was has have and with for from of his her their this that by".split()),
+    "de": frozenset("der das ist sind und mit für von vom zum zur im nicht ein eine einen hat".split()),
+    "es": frozenset("el los las es está están y con para por del una al".split()),
+    "fr": frozenset("le les est sont et avec pour par du au aux une dans".split()),
+}
 
 #: function words left out when a place's position in its sentence is counted (prepositions, particles)
 FUNCTION = _entries("""
@@ -452,6 +462,20 @@ def read(words: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
                 reach[kind] = i + length
     return found
 FREE_WORDS = frozenset(e.words[0] for e in _compile(FREE).entries if len(e.words) == 1)
+_FREE_LATIN = {lang: frozenset(e.words[0] for e in _compile(FREE_BY_LANGUAGE[lang]).entries if len(e.words) == 1) for lang in _MARKERS}
+_FREE_ELSEWHERE = FREE_WORDS - frozenset().union(*_FREE_LATIN.values())
+
+
+@lru_cache(maxsize=65536)
+def free_words(words: tuple[str, ...]) -> frozenset[str]:
+    """Return the words a wording of this sentence may swap freely (`FREE_BY_LANGUAGE`): those of the
+    languages its function words show (every language's when none shows), so "son" and "cet" are free
+    in French and values in English."""
+    present = set(words)
+    languages = [lang for lang, markers in _MARKERS.items() if markers & present]
+    if not languages:
+        return FREE_WORDS
+    return _FREE_ELSEWHERE.union(*(_FREE_LATIN[lang] for lang in languages))
 FUNCTION_WORDS = frozenset(e.words[0] for e in _compile(FUNCTION).entries if len(e.words) == 1)
 _SUBJECT_NOUNS = _compile(SUBJECT_NOUNS_TEXT)
 

@@ -83,6 +83,14 @@ def stem(word: str) -> str:
     return word
 
 
+def verb_base(word: str) -> str:
+    """Fold an English -ing form onto its verb ("getting" -> "get", "sending" -> "send"); other words as they are."""
+    if len(word) > 5 and word.endswith("ing") and _LATIN.match(word):
+        base = word[:-3]
+        return base[:-1] if base[-1] == base[-2] and base[-1] not in "aeiouls" else base
+    return word
+
+
 @dataclass(frozen=True)
 class Sentence:
     """One sentence as written (dates made absolute) and what it states."""
