@@ -71,7 +71,7 @@ from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.changes import to_db_values
 from memctl.temporal import find_relative, normalise
-from memctl.text.decide import NoteText, compatible_groups, conflict, synthesis_problem, wording_key
+from memctl.text.decide import NoteText, absorption_veto, compatible_groups, conflict, synthesis_problem, wording_key
 from memctl.text.tokens import same_text_key
 from memctl.vectors import PartitionVectors, VectorIndex, VectorStats, close_ahead, decode_ahead
 
@@ -366,6 +366,8 @@ class AbsorptionCase:
     similarity: float
     question: Question
     answer: Optional[Answer] = None
+    #: the broader note is a merged note of the narrower one's own partition (a standing note)
+    standing: bool = False
 
 
 @dataclass
@@ -382,6 +384,9 @@ class Tally:
     kept_apart: int = 0
     clusters_split: int = 0
     apart_reasons: list[str] = field(default_factory=list)
+    #: absorption "yes" answers dropped on hard evidence (`absorption_veto`)
+    absorptions_vetoed: int = 0
+    veto_reasons: list[str] = field(default_factory=list)
     client: dict[str, int] = field(default_factory=dict)
     ask_again: dict[datetime, int] = field(default_factory=dict)
 
@@ -453,6 +458,9 @@ class ConsolidatePhase:
                 found = [b for b in broader_keys(key) if b in broader]
                 if found:
                     eligible[key] = found
+        # A merged note stands for its fact: a later wording of it in its partition is asked about
+        # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum
+        standing_keys = [k for k, members in groups.items() if settings.absorb and len(members) > 1 and any(n.consolidation_count for n in members)]
 
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
         mark_of: dict[PartitionKey, str] = {}
@@ -462,13 +470,14 @@ class ConsolidatePhase:
                 b: notes_digest(broader[b], lambda n: _expiry(n) <= moment)  # an expired broader note absorbs nothing
                 for b in set(chain.from_iterable(eligible.values()))
             }
-            for key in set(cluster_keys) | set(eligible):
+            for key in set(cluster_keys) | set(eligible) | set(standing_keys):
                 around = sorted([json.dumps(list(b), default=str), broad_digest[b]] for b in eligible.get(key, []))
                 mark_of[key] = marks.key(notes_digest(groups[key]), around)
             settled = marks.settled(mark_of.values())
             skipped = {key for key, mark in mark_of.items() if mark in settled}
             cluster_keys = [k for k in cluster_keys if k not in skipped]
             eligible = {k: v for k, v in eligible.items() if k not in skipped}
+            standing_keys = [k for k in standing_keys if k not in skipped]
         else:
             skipped = set()
 
@@ -477,11 +486,11 @@ class ConsolidatePhase:
         # partitions planned this run, wordings that differ only in punctuation, case and filler too
         active = by_partition(notes)
         copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
-        planned = set(cluster_keys) | set(eligible)
+        planned = set(cluster_keys) | set(eligible) | set(standing_keys)
         texts: dict[str, NoteText] = {}
 
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
-        if not cluster_keys and not eligible and not copy_keys:
+        if not cluster_keys and not eligible and not copy_keys and not standing_keys:
             plan.outcome = "no items"
             plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
             if skipped:
@@ -496,7 +505,7 @@ class ConsolidatePhase:
         # and manual ones too) is left to the contradiction phase (see `_contested`).
         needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
         needed.update({k: active[k] for k in copy_keys})  # read whole, for `_contested`
-        needed.update({k: groups[k] for k in eligible if k not in needed})
+        needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
         if lazy:
@@ -550,11 +559,19 @@ class ConsolidatePhase:
         deferred = 0
         if eligible:
             found_absorptions = self._absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
-            if found_absorptions:
-                absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found_absorptions, tally)
-        absorb_units = [u for u in (self._absorb_unit(ctx, case) for case in absorptions) if u is not None]
+        if standing_keys:
+            taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in found_absorptions}
+            taken |= {n.id for c in cases for n in c.notes}
+            found_absorptions += self._standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
+        if found_absorptions:
+            found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+            absorptions, deferred = self._ask_absorptions(ctx, get_judge(), found_absorptions, tally)
+        approved = [case for case in absorptions if self._approved(ctx, case, texts, tally)]
+        absorb_units = [self._absorb_unit(case) for case in approved if not case.standing] + _standing_absorptions(
+            [case for case in approved if case.standing]
+        )
         if marks is not None:
-            newly = _settled_now(mark_of, skipped, cluster_keys, eligible, cases, found_absorptions, absorptions, absorb_units, copied)
+            newly = _settled_now(mark_of, skipped, [*cluster_keys, *standing_keys], eligible, cases, found_absorptions, absorptions, absorb_units, copied)
             marks.record([mark_of[k] for k in newly])
 
         plan.units = copy_units + cluster_units + absorb_units
@@ -573,7 +590,8 @@ class ConsolidatePhase:
         }
         stats = index.stats
         used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
-        plan.output = _output(tally, used, cases, len(absorptions), deferred, len(absorb_units), copy_units)
+        absorbed = sum(len(_revoked_ids(u)) for u in absorb_units)
+        plan.output = _output(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
         if not cases and not absorptions and not copy_units:
             plan.outcome = "no items"
         out = plan.output
@@ -584,7 +602,7 @@ class ConsolidatePhase:
             + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
             + "; "
             + (f"{_copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
-            + f"{plural(len(absorb_units), 'note')} to absorb"
+            + f"{plural(absorbed, 'note')} to absorb"
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
             + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
             + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
@@ -593,6 +611,8 @@ class ConsolidatePhase:
         )
         if tally.apart_reasons:
             out["keptApartReasons"] = tally.apart_reasons[:10]
+        if tally.veto_reasons:
+            out["absorptionVetoReasons"] = tally.veto_reasons
         failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
         if failed:
             # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
@@ -891,8 +911,6 @@ class ConsolidatePhase:
         revoked: set[str],
         get_judge: JudgeGetter,
     ) -> list[AbsorptionCase]:
-        from memctl.llm.questions import question_data
-
         now = ctx.now.timestamp()
         rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
         # User partitions with the same broader partitions (typically every user of a company)
@@ -947,14 +965,44 @@ class ConsolidatePhase:
                 best, sims = best_cover(a, b, threshold, np.array([_expiry(n) for n in narrow]), b_expiry)
                 for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
                     if j >= 0:
-                        target = wide[j]
-                        inputs = {"broader": seen(target), "narrower": seen(note)}
-                        question = Question(
-                            "absorb", inputs, partial(_ask_absorption, get_judge, target, note), item=question_data("absorb", (target, note)),
-                            vet=outside_vet([(target.id, target.note), (note.id, note.note)], "pair"),
-                        )
-                        found.append(AbsorptionCase(note, target, float(sim), question))
-        found.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+                        found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
+        return found
+
+    def _standing_candidates(
+        self,
+        index: VectorIndex,
+        groups: dict[PartitionKey, list[NoteRecord]],
+        keys: Sequence[PartitionKey],
+        vectors: dict[PartitionKey, PartitionVectors],
+        taken: set[str],
+        get_judge: JudgeGetter,
+    ) -> list[AbsorptionCase]:
+        """Return the absorption checks of notes into a merged note of their own partition.
+
+        A merged note (ConsolidationCount > 0) that no unit of this run touches stands for its
+        fact; each other note of the partition that no unit touches and that is as similar to it
+        as a cluster's members are is asked about: does the merged note state every fact of it?
+        A "yes" revokes the note into the merged one, so a fact merged once stays one note when
+        new wordings of it arrive one or two at a time (below the cluster minimum).
+        """
+        found: list[AbsorptionCase] = []
+        for key in keys:
+            pv = vectors.get(key)
+            if pv is None:
+                continue
+            rows = {n.id: i for i, n in enumerate(pv.notes)}
+            free = [n for n in groups[key] if n.id not in taken and n.id in rows]
+            stand = sorted((n for n in free if n.consolidation_count), key=order_key)
+            narrow = [n for n in free if not n.consolidation_count]
+            if not stand or not narrow:
+                continue
+            threshold = index.thresholds(pv.model)[0]
+            b = pv.vectors[np.array([rows[n.id] for n in stand], dtype=np.int64)]
+            a = pv.vectors[np.array([rows[n.id] for n in narrow], dtype=np.int64)]
+            best, sims = best_cover(a, b, threshold, np.array([_expiry(n) for n in narrow]), np.array([_expiry(n) for n in stand]))
+            for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+                if j >= 0:
+                    found.append(_absorption_case(get_judge, stand[j], note, float(sim), standing=True))
         return found
 
     def _ask_absorptions(self, ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
@@ -970,12 +1018,25 @@ class ConsolidatePhase:
             case.answer = answer
         return chosen, len(found) - len(chosen)
 
-    def _absorb_unit(self, ctx: PhaseContext, case: AbsorptionCase) -> Optional[Unit]:
+    def _approved(self, ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteText], tally: Tally) -> bool:
+        """Say whether the judge answered "covered" with enough confidence and hard evidence does not gainsay it."""
         reply = case.answer.reply if case.answer else None
         if not isinstance(reply, AbsorptionReply) or not reply.isCovered or reply.confidence < ctx.settings.confidence_floor:
-            return None
-        reason = one_line(reply.reason) or "the broader note states every fact"
+            return False
+        # the judge's "yes" is checked against hard evidence: a number, ID, e-mail, URL or date of the
+        # narrower note the broader one lacks, or another named subject, is a fact the "yes" would lose
+        veto = absorption_veto(_note_text(texts, case.broader), _note_text(texts, case.narrower))
+        if veto is not None:
+            tally.absorptions_vetoed += 1
+            if len(tally.veto_reasons) < 10:
+                tally.veto_reasons.append(f"{case.narrower.id} into {case.broader.id}: {veto}")
+            return False
+        return True
+
+    def _absorb_unit(self, case: AbsorptionCase) -> Unit:
+        """Return the unit that revokes a narrower note into the broader one, which is only guarded ("check")."""
         narrower, broader = case.narrower, case.broader
+        reason = _absorb_reason(case, "broader note states every fact")
         return Unit(
             kind="absorb",
             key=f"absorb:{narrower.id}",
@@ -1011,6 +1072,43 @@ def _ask_consolidation(get_judge: JudgeGetter, notes: list[NoteRecord], referenc
 
 def _ask_absorption(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
     return get_judge().absorption(broader, narrower)
+
+
+def _absorb_reason(case: AbsorptionCase, default: str) -> str:
+    reply = case.answer.reply if case.answer else None
+    return one_line(getattr(reply, "reason", "")) or default
+
+
+def _standing_absorptions(cases: Sequence[AbsorptionCase]) -> list[Unit]:
+    """Return one unit per merged note that absorbs later wordings of its fact: it stays, credited
+    with their accesses as a merge would have credited it (`standing_unit`), and they are revoked into it."""
+    by_note: dict[str, list[AbsorptionCase]] = defaultdict(list)
+    for case in cases:
+        by_note[case.broader.id].append(case)
+    units = []
+    for found in by_note.values():
+        stay, others = found[0].broader, [c.narrower for c in found]
+        reason = _absorb_reason(found[0], "the merged note states every fact")
+        shown = ", ".join(n.id for n in others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        units.append(standing_unit(
+            "absorb", f"absorb:{stay.id}", stay, others,
+            f"Absorbed {plural(len(others), 'later wording')} of this note ({shown}): {reason}",
+            f"Absorbed into the merged note {stay.id}: {reason}",
+            {"standing": stay.id, "absorbed": len(others), "similarity": round(max(c.similarity for c in found), 4)},
+        ))
+    return units
+
+
+def _absorption_case(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord, similarity: float, standing: bool = False) -> AbsorptionCase:
+    """Return the check whether `broader` states every fact of `narrower`, as a question to the judge."""
+    from memctl.llm.questions import question_data
+
+    inputs = {"broader": seen(broader), "narrower": seen(narrower)}
+    question = Question(
+        "absorb", inputs, partial(_ask_absorption, get_judge, broader, narrower), item=question_data("absorb", (broader, narrower)),
+        vet=outside_vet([(broader.id, broader.note), (narrower.id, narrower.note)], "pair"),
+    )
+    return AbsorptionCase(narrower, broader, similarity, question, standing=standing)
 
 
 #: how a copy's Comments line says what it is
@@ -1091,7 +1189,7 @@ def _settled_now(
     for case in cases:
         verdicts[case.key].add(case.verdict)
     answered = {id(c) for c in asked if c.answer is not None and c.answer.reply is not None}
-    absorbed = {u.mutations[0].record_id for u in absorb_units}
+    absorbed = {n_id for u in absorb_units for n_id in _revoked_ids(u)}
     blocked: set[PartitionKey] = set(copied)
     for case in found:
         key = partition_key(case.narrower)
@@ -1144,6 +1242,7 @@ def _output(
         "absorptionsChecked": checked,
         "absorptionsDeferred": deferred,
         "notesAbsorbed": absorbed,
+        "absorptionsVetoed": tally.absorptions_vetoed,
         "llmCalls": tally.calls,
         "questionsAsked": tally.asked,
         "failedReplies": tally.failed,
