@@ -797,7 +797,7 @@ def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = F
         for i, x in enumerate(sentences):
             for y in sentences[i + 1:]:
                 d = decide(x, y)
-                if d.relation == CONFLICT and (d.certain or not model):
+                if d.relation == CONFLICT:  # certain or not: a merged note holds one value per slot
                     return f"the synthesis states {d.reason}"
                 if d.relation == DIFFERENT and d.hard and not any(_joins(s, x, y) for s in sources):
                     return f"the synthesis joins {d.reason}"
