@@ -22,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 from conftest import IN_CI, Db, require_installed
 from factory import NOW, Store, at
-from llmstub import LLMStub, notes_from_request, prompt_kind
+from llmstub import LLMStub, default_responder, notes_from_request, prompt_kind
 
 from memctl import api
 from memctl.embed import make_embedder, thresholds_for
@@ -211,6 +211,16 @@ def test_e5_server_serves_memctls_openai_embedder_with_measured_thresholds(e5_se
     np.testing.assert_array_equal(embedder.embed([texts[5]])[0], vectors[5])  # one text alone: the same vector
 
 
+def one_wording(body: dict) -> dict:
+    """The stub's answers, except that a merged note is the cluster's first wording, as a model
+    writes one note: the stub's default joins the three wordings into three sentences, which
+    memctl refuses when the decision layer cannot tell that they fill one slot with one value."""
+    answer = default_responder(body)
+    if prompt_kind(body) == "consolidate" and answer.get("shouldConsolidate"):
+        answer["consolidatedNote"]["content"] = notes_from_request(body)[0]["content"]
+    return answer
+
+
 def test_multilingual_paraphrases_cluster_with_e5_and_not_with_minilm(db: Db, e5_server: str, minilm: None) -> None:
     """Each language's three wordings of one fact become one note under e5; MiniLM, trained on
     English, puts an unrelated note into a cluster (the Japanese one: a laptop note joins the
@@ -219,19 +229,21 @@ def test_multilingual_paraphrases_cluster_with_e5_and_not_with_minilm(db: Db, e5
     scope = {"AgentID": store.agent(), "UserID": store.user()}
     trios = [plant(store, texts, **scope) for texts in (PEANUTS_DE, DARK_MODE_JA, FRIDAY_RU)]
     others = plant(store, UNRELATED_MULTILINGUAL, **scope)
-    expected = sorted(sorted(i.lower() for i in trio.values()) for trio in trios)
-    with LLMStub() as stub:
+    with LLMStub(one_wording) as stub:
         run(db, stub, "consolidate", dry_run=True, embed_provider="sentence-transformers")
         english_only = sent_clusters(stub, "consolidate")
         assert english_only and any(cluster & {i.lower() for i in others.values()} for cluster in english_only)
         stub.clear()
         report = run(db, stub, "consolidate", **e5(e5_server))
-    assert report.exit_code == 0 and report.phases[0].output["clustersConsolidated"] == 3
+    out = report.phases[0].output
+    # the model's note is one of the wordings word for word, so that note stays and takes the other two
+    assert report.exit_code == 0 and (out["clustersFound"], out["clustersIntoStanding"], out.get("clustersConsolidated", 0)) == (3, 3, 0), out
     assert step_input(db, report.run_id)["thresholds"] == {E5: 0.90}
-    assert all(store.status(i) == "Revoked" for trio in trios for i in trio.values())
+    for trio in trios:
+        [kept] = [i for i in trio.values() if store.status(i) == "Active"]
+        revoked = [store.note_row(i) for i in trio.values() if i != kept]
+        assert [r["Status"] for r in revoked] == ["Revoked", "Revoked"]
+        assert {str(r["ConsolidatedIntoNoteID"]).lower() for r in revoked} == {kept.lower()}
     assert all(store.status(i) == "Active" for i in others.values())
-    with db.engine.connect() as conn:
-        made = conn.execute(sa.select(m.note.c.DerivedFromNoteIDs).where(m.note.c.DerivedFromNoteIDs.is_not(None))).scalars().all()
-    assert sorted(sorted(json.loads(ids)) for ids in made) == expected
     assert cached_models(db) == {E5}  # the dry run wrote nothing, not even MiniLM's vectors
     assert verify(db.engine) == []
