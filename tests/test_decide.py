@@ -165,6 +165,17 @@ def test_a_number_in_a_value_slot_goes_to_review_and_in_a_subject_slot_is_anothe
     assert d("Ticket #48213 is about SSO.", "Ticket #5512 is about webhooks.").relation == DIFFERENT
 
 
+def test_a_wrong_verdict_between_two_peoples_notes_is_flagged_not_applied() -> None:
+    """A name in the one differing place may be another person: no judge's verdict settles it by the rule."""
+    for a, b in (("Always call Ana after 10:00.", "Always call Inés after 10:00."),
+                 ("El candidato Javier Martín tiene la segunda entrevista el 12 de junio.",
+                  "El candidato Javier Marín tiene la segunda entrevista el 12 de junio."),
+                 ("Toujours appeler Mme Leroy avant 11 h.", "Toujours appeler Mme Leroux avant 11 h.")):
+        assert verdict_guard(NoteText(a), NoteText(b)).action in ("flag", "veto"), (a, b)
+    # a single-valued cue keeps a named value a value the rule settles ("prefers Slack" / "prefers Teams")
+    assert verdict_guard(NoteText("User prefers Slack."), NoteText("User prefers Teams.")).action == "apply"
+
+
 def test_a_name_in_the_value_slot_is_a_value_and_in_the_subject_slot_a_subject() -> None:
     assert d("User's home city is Paris.", "User's home city is Lyon.").relation == CONFLICT
     assert d("Ana prefers tea.", "Bob prefers tea.").relation == DIFFERENT

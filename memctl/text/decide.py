@@ -60,7 +60,7 @@ from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text import english, lexicon
 from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem, verb_base
-from memctl.text.tokens import same_text_key
+from memctl.text.tokens import same_text_key, tokens
 
 T = TypeVar("T")
 
@@ -316,9 +316,14 @@ def compare(a: Sentence, b: Sentence) -> Decision:
             if single:
                 return Decision(CONFLICT, shown, kind="competing_value", slot="value", values=(va, vb), certain=True,
                                 evidence="template", template=True, confidence=english.PREFERENCE_CONFIDENCE, sentences=pair)
+            # two names in the one place ("call Ana" / "call Inés", "Javier Martín" / "Javier Marín"; not acronyms
+            # such as "EU" / "US", "CET" / "PST") may be two
+            # people as well as two values: evidence "named", so no judge's verdict settles it by the rule (a model
+            # may still merge them: German capitalises every noun, and its synthesis is checked for two values)
+            person = set(place.left + place.right) <= _titled(a.text) | _titled(b.text)
             return Decision(CONFLICT, f"{shown}; no rule says the value is single, so only a person may settle it",
-                            kind="competing_value", slot="value", values=(va, vb), evidence="template", template=True,
-                            confidence=UNCERTAIN_CONFIDENCE, sentences=pair)
+                            kind="competing_value", slot="value", values=(va, vb), evidence="named" if person else "template",
+                            template=True, confidence=UNCERTAIN_CONFIDENCE, sentences=pair)
     return _unsure(a, b) or Decision(COMPLEMENTARY, f'one template, several words differ: "{a.text}" / "{b.text}"', evidence="template",
                     template=True, sentences=pair)
 
@@ -381,6 +386,12 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
                 continue  # moved, a particle, a preposition
             diff.additions.append(_Place(left, right, i1, j1))
     return diff
+
+
+@lru_cache(maxsize=65536)
+def _titled(text: str) -> frozenset[str]:
+    """Return the words `text` writes with a capital and then small letters ("Ana", "Martín"; not "EU"), as compared."""
+    return frozenset(w for t in tokens(text) if t.capital and not t.text.isupper() for w in (t.norm, stem(t.norm)))
 
 
 def _free(sentence: Sentence) -> frozenset[str]:
@@ -751,6 +762,8 @@ def verdict_guard(a: NoteText, b: NoteText, rules_judge: bool = False) -> Guard:
         return Guard("veto", f"the notes name different subjects ({d.reason.removeprefix('different subjects: ')}), so neither replaces the other")
     if d.relation == CONFLICT and d.evidence == "hard":
         return Guard("flag", "the notes differ in a number or ID, so only a person may say which holds")
+    if d.relation == CONFLICT and d.evidence == "named" and not d.certain:
+        return Guard("flag", "the notes differ in a name that may be another person or thing, so only a person may say which holds")
     if rules_judge and not (d.relation == CONFLICT and d.certain):
         return Guard("flag", "no offline rule is sure the value is single, so only a person may say which holds")
     return Guard("apply")
