@@ -21,7 +21,9 @@ against the labels of its sources:
   subjects per partition. Precise: one subject, one value per attribute.
 
 Recall is pair recall: of the same-label note pairs of one partition (same fact / same side /
-same subject, attribute and value), the share that ended in one created note.
+same subject, attribute and value), the share that ended in one note. A merge is a created note
+with its sources, or a note that stayed with the notes revoked into it (copies in the same words,
+a standing note: issue 29).
 
 Methods: `offline` (hashing embedder + the offline extractive merge, memctl's default), `stub`
 (hashing + an LLM stub that merges whatever it is asked, writing all notes' contents: what the
@@ -206,6 +208,24 @@ def minilm_model(path: Optional[Path]) -> str:
     return str(bundled)
 
 
+def merges(rows: Any) -> list[list[str]]:
+    """Return the input notes each merge joined: a created note's sources (DerivedFromNoteIDs), and a
+    note that stayed with the notes revoked into it (copies in the same words, a standing note)."""
+    into: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r.ConsolidatedIntoNoteID is not None:
+            into[str(r.ConsolidatedIntoNoteID)].append(str(r.ID))
+    out = []
+    for r in rows:
+        if r.Status != "Active":
+            continue
+        if r.DerivedFromNoteIDs is not None:
+            out.append(json.loads(r.DerivedFromNoteIDs) + into.get(str(r.ID), []))
+        elif into.get(str(r.ID)):
+            out.append([str(r.ID), *into[str(r.ID)]])
+    return out
+
+
 def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show: bool = False,
             minilm: Optional[str] = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -229,8 +249,9 @@ def measure(kind: str, groups: list[list[tuple[str, Label]]], method: str, show:
             if stub is not None:
                 stub.stop()
         with engine.connect() as conn:
-            created = [json.loads(d) for (d,) in conn.execute(sa.select(m.note.c.DerivedFromNoteIDs).where(m.note.c.DerivedFromNoteIDs.is_not(None)))]
-            texts = {str(i): t for i, t in conn.execute(sa.select(m.note.c.ID, m.note.c.Note)).all()} if show else {}
+            rows = conn.execute(sa.select(m.note.c.ID, m.note.c.Note, m.note.c.Status, m.note.c.ConsolidatedIntoNoteID, m.note.c.DerivedFromNoteIDs)).all()
+            texts = {str(r.ID): r.Note for r in rows} if show else {}
+        created = merges(rows)
         engine.dispose()
     out = report.phases[0].output
     phase_in = report.phases[0].input
