@@ -150,7 +150,7 @@ def table(result: dict[str, Any], name: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="a,b", help="which held-out sets (a, b)")
+    parser.add_argument("--sets", default="a,b,c", help="which held-out sets, comma-separated (a, b, c)")
     parser.add_argument("--json", type=Path, help="write the tallies and misses here")
     parser.add_argument("--show", type=int, default=0, help="print up to N misses of each kind")
     args = parser.parse_args()

@@ -170,10 +170,16 @@ def test_a_wrong_verdict_between_two_peoples_notes_is_flagged_not_applied() -> N
     for a, b in (("Always call Ana after 10:00.", "Always call Inés after 10:00."),
                  ("El candidato Javier Martín tiene la segunda entrevista el 12 de junio.",
                   "El candidato Javier Marín tiene la segunda entrevista el 12 de junio."),
-                 ("Toujours appeler Mme Leroy avant 11 h.", "Toujours appeler Mme Leroux avant 11 h.")):
+                 ("Toujours appeler Mme Leroy avant 11 h.", "Toujours appeler Mme Leroux avant 11 h."),
+                 # several places differ, one of them a name or an ID only one note holds (held-out sets A and B)
+                 ("El proyecto Faro lo lleva Ana Ruiz.", "El proyecto Farola lo lleva Diego Paz."),
+                 ("Учётная запись ppetrov имеет права администратора.", "Учётная запись ppetrova имеет доступ только на чтение."),
+                 ("用户名 wangfang 有管理员权限。", "用户名 wangfang01 只有只读权限。")):
         assert verdict_guard(NoteText(a), NoteText(b)).action in ("flag", "veto"), (a, b)
     # a single-valued cue keeps a named value a value the rule settles ("prefers Slack" / "prefers Teams")
     assert verdict_guard(NoteText("User prefers Slack."), NoteText("User prefers Teams.")).action == "apply"
+    assert verdict_guard(NoteText("Der Kunde bevorzugt Tee."), NoteText("Der Kunde bevorzugt Kaffee.")).action == "apply"
+    assert verdict_guard(NoteText("Tom wants his reports weekly."), NoteText("Tom wants his reports monthly.")).action == "apply"
 
 
 def test_a_name_in_the_value_slot_is_a_value_and_in_the_subject_slot_a_subject() -> None:

@@ -53,6 +53,7 @@ Who uses what (the contract of DESIGN 4):
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -60,7 +61,7 @@ from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text import english, lexicon
 from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, analyse, covers, split_sentences, stem, verb_base
-from memctl.text.tokens import same_text_key, tokens
+from memctl.text.tokens import CHAR, WORD, same_text_key, tokens
 
 T = TypeVar("T")
 
@@ -392,6 +393,28 @@ def _places(matcher: SequenceMatcher, x: Sequence[str], y: Sequence[str], a: Sen
 def _titled(text: str) -> frozenset[str]:
     """Return the words `text` writes with a capital and then small letters ("Ana", "Martín"; not "EU"), as compared."""
     return frozenset(w for t in tokens(text) if t.capital and not t.text.isupper() for w in (t.norm, stem(t.norm)))
+
+
+@lru_cache(maxsize=65536)
+def _piece_names(piece: str) -> frozenset[str]:
+    """Return the words of one sentence that read as names: a Titlecase word after the first ("Ana",
+    not "EU"), and a word in another script than the sentence's ("ppetrov" in Russian, "Slack" in Japanese)."""
+    words = [t for t in tokens(piece) if t.kind in (WORD, CHAR)]
+    scripts = [_script(t.text) for t in words]
+    main = max(set(scripts), key=scripts.count) if scripts else None
+    return frozenset(t.norm for i, (t, script) in enumerate(zip(words, scripts))
+                     if (t.capital and i > 0 and not t.text.isupper()) or (t.kind == WORD and script != main))
+
+
+def _name_words(note: NoteText) -> frozenset[str]:
+    return frozenset().union(*(_piece_names(p) for p in note.pieces)) if note.pieces else frozenset()
+
+
+def _script(word: str) -> str:
+    """Return the Unicode script of a word's first letter, from its character name ("LATIN", "CYRILLIC", "CJK"...)."""
+    letter = next((c for c in word if c.isalpha()), "")
+    name = unicodedata.name(letter, "") if letter else ""
+    return name.split(" ", 1)[0] if name else ""
 
 
 def _free(sentence: Sentence) -> frozenset[str]:
@@ -764,6 +787,13 @@ def verdict_guard(a: NoteText, b: NoteText, rules_judge: bool = False) -> Guard:
         return Guard("flag", "the notes differ in a number or ID, so only a person may say which holds")
     if d.relation == CONFLICT and d.evidence == "named" and not d.certain:
         return Guard("flag", "the notes differ in a name that may be another person or thing, so only a person may say which holds")
+    if not (d.relation == CONFLICT and d.certain):
+        # no rule says these are two values of one single slot: a number, ID or name only one note holds may
+        # be another account, person or thing ("Faro ... Ana Ruiz" / "Farola ... Diego Paz", "ppetrov" / "ppetrova")
+        if a.hard ^ b.hard:
+            return Guard("flag", "the notes differ in a number, ID or date and no rule says they are one slot, so only a person may say which holds")
+        if _name_words(a) ^ _name_words(b):
+            return Guard("flag", "the notes differ in a name that may be another person or thing, so only a person may say which holds")
     if rules_judge and not (d.relation == CONFLICT and d.certain):
         return Guard("flag", "no offline rule is sure the value is single, so only a person may say which holds")
     return Guard("apply")
