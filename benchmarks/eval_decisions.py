@@ -11,8 +11,9 @@ memctl/text/lexicon.py was frozen. The rules are asked exactly as the phases ask
   rules the offline judge merges with); an item is merged when its notes stay one group.
   merge precision = merged items that are same_fact or complementary (a merge that keeps both
   facts) / merged items; `strict` counts same_fact only. merge recall = same_fact items merged.
-- consolidation, with a model: the code's veto (`model_veto`: hard evidence, subject names)
-  splits the cluster before the model is asked. `model can merge` = same_fact items not vetoed
+- consolidation, with a model: the code's veto (`incompatibility(model=True)`: hard evidence,
+  subject names, a number or ID only one note holds against a name or number only the other
+  holds) splits the cluster before the model is asked. `model can merge` = same_fact items not vetoed
   (the most a perfect model can merge); `vetoed` = different_subject items kept from the model.
 - contradictions, offline: the offline judge's verdict (`OfflineJudge.contradiction`) and the
   phase's guard (`verdict_guard`), as the phase applies them. conflict recall = value_change items
@@ -47,7 +48,7 @@ from memctl.llm.offline import OfflineJudge  # noqa: E402
 from memctl.llm.offline_merge import note_text  # noqa: E402
 from memctl.llm.replies import ContradictionReply  # noqa: E402
 from memctl.records import NoteRecord  # noqa: E402
-from memctl.text.decide import compatible_groups, decide, model_veto, verdict_guard  # noqa: E402
+from memctl.text.decide import compatible_groups, decide, incompatibility, verdict_guard  # noqa: E402
 
 HELDOUT = ROOT / "benchmarks" / "heldout"
 LANGS = ("en", "de", "es", "fr", "zh", "ja", "ru", "ar")
@@ -86,7 +87,7 @@ def measure(items: list[dict[str, Any]]) -> dict[str, Any]:
         if merged and kind in ("value_change", "different_subject"):
             misses[f"{lang} merge precision"].append(f"{item['id']}: " + " | ".join(n.note for n in notes))
         # consolidation, with a model: the code's veto only
-        vetoed = any(model_veto(decide(texts[i], texts[j])) for i, j in combinations(range(len(notes)), 2))
+        vetoed = any(incompatibility(texts[i], texts[j], model=True) for i, j in combinations(range(len(notes)), 2))
         t[f"vetoed_{kind}"] += vetoed
         if kind == "same_fact" and vetoed:
             misses[f"{lang} model veto on same fact"].append(f"{item['id']}: " + " | ".join(n.note for n in notes))

@@ -19,6 +19,7 @@ from memctl.text.decide import (
     NoteText,
     compatible_groups,
     decide,
+    incompatibility,
     mergeable,
     model_veto,
     synthesis_problem,
@@ -221,3 +222,18 @@ def test_exclusive_sets_find_members_in_every_script() -> None:
         wa, wb = tuple(t.norm for t in tokens(a)), tuple(t.norm for t in tokens(b))
         assert lexicon.clash(wa, wb, False, False) is not None, (a, b)
     assert lexicon.clash(("metric",), ("metric",), False, False) is None
+
+
+def test_a_model_is_not_asked_to_merge_notes_that_each_name_what_the_other_does_not() -> None:
+    """A number or ID only one note holds, against a name or number only the other holds: two accounts' notes
+    may share every other word, so the code keeps them apart whatever the rules read of the rest."""
+    def kept_apart(a: str, b: str) -> bool:
+        return incompatibility(NoteText(a), NoteText(b), model=True) is not None
+
+    assert kept_apart("The timezone of Account 17 is EST.", "The timezone of Project Apollo is JST.")
+    assert kept_apart("The timezone of Account 17 is EST.", "The timezone of Order 5513 is JST.")
+    assert kept_apart("تجدد شركة 17 عقدها في أبريل.", "تجدد شركة ٥٥١٣ عقدها في يناير.")  # Arabic-Indic digits are numbers
+    # one note adds to the other, the model decides
+    assert not kept_apart("Account 7702 has a 30-day payment term.", "Invoices for account 7702 are due 30 days after issue.")
+    assert not kept_apart("Ticket 4410 is about SSO.", "Ticket 4410 is about SSO, reported at 09:00.")
+    assert not kept_apart("Der Kunde zahlt per Rechnung.", "Der Kunde zahlt per Rechnung mit Frist von 30 Tagen.")

@@ -53,6 +53,7 @@ Who uses what (the contract of DESIGN 4):
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -406,6 +407,11 @@ def _piece_names(piece: str) -> frozenset[str]:
                      if (t.capital and i > 0 and not t.text.isupper()) or (t.kind == WORD and script != main))
 
 
+def _numbers(note: NoteText) -> frozenset[str]:
+    """Return a note's hard evidence by its digits ("30-day" and "30" both 30; an e-mail or URL as it is)."""
+    return frozenset(x for h in note.hard for x in (re.findall(r"\d+", h) or [h]))
+
+
 def _name_words(note: NoteText) -> frozenset[str]:
     return frozenset().union(*(_piece_names(p) for p in note.pieces)) if note.pieces else frozenset()
 
@@ -727,7 +733,17 @@ def incompatibility(a: NoteText, b: NoteText, model: bool = False) -> Optional[s
     """Return why two notes must not share a merged note, or None (offline rules; `model`: hard evidence only)."""
     d = decide(a, b)
     if model:
-        return d.reason if model_veto(d) else None
+        if model_veto(d):
+            return d.reason
+        # "The timezone of Account 17 is EST." / "The timezone of Project Apollo is JST.": each names something
+        # the other lacks, one of them a number or ID, so they may be two accounts' notes whatever the rules
+        # read. A note that only adds to the other ("Ticket 4410 is about SSO." / "... SSO, reported at
+        # 09:00") may be merged, and so may two that differ only in capitalised words (German nouns).
+        hard_a, hard_b = _numbers(a) - _numbers(b), _numbers(b) - _numbers(a)
+        only_a, only_b = hard_a | (_name_words(a) - _name_words(b)), hard_b | (_name_words(b) - _name_words(a))
+        if only_a and only_b and (hard_a or hard_b):
+            return f"each note names what the other does not, a number or ID among it ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
+        return None
     return None if mergeable(d) else d.reason
 
 
