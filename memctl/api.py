@@ -218,11 +218,11 @@ def phases_available() -> Sequence[str]:
 
 
 if TYPE_CHECKING:
-    from memctl.evaluate import EvalReport
+    from memctl.evaluation import EvalReport
 
 
 def evaluate(settings: Settings, only: Optional[str] = None, limit: Optional[int] = None, reporter: Optional[Reporter] = None) -> EvalReport:
     """Measure the configured judge, embedder and prompts on the shipped labelled corpora (in a scratch store)."""
-    from memctl.evaluate import evaluate as measure
+    from memctl.evaluation import evaluate as measure
 
     return measure(settings, only=only, limit=limit, reporter=reporter)

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from memctl import api
 from memctl.cli import app
-from memctl.evaluate import (
+from memctl.evaluation import (
     Fact,
     load_consolidation_corpus,
     load_contradiction_pairs,
