@@ -155,6 +155,19 @@ def test_a_fact_with_a_relative_date_is_retained_once_the_date_is_made_absolute(
     assert not retained(fact, sentences_of(["User's dad is coming on 2025-06-02."]))
 
 
+def test_the_grader_is_written_apart_from_the_product() -> None:
+    # the harness grades with its own matching: the grader imports nothing from memctl, only the standard library
+    import ast
+
+    tree = ast.parse((ROOT / "memctl" / "evaluation" / "grader.py").read_text(encoding="utf-8"))
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0]
+    assert not any(isinstance(node, ast.ImportFrom) and node.level > 0 for node in ast.walk(tree)), "no relative imports"
+    assert imported and all(name.split(".")[0] in sys.stdlib_module_names | {"__future__"} for name in imported), imported
+    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert not calls & {"__import__", "import_module"}
+
+
 # --- the shipped corpora ----------------------------------------------------------------------
 
 

@@ -9,8 +9,8 @@ the clock frozen at the corpus's reference date. Reported:
   on 2025-06-29: i only eat kosher.") keeps the fact; a paraphrase that shares few words ("User
   keeps kosher") does not count, so an LLM that rewrites freely is under-credited: the lost
   facts are listed, with the note that replaced them, for a person to check.
-- relative dates: notes holding one before, how many were consolidated, and new notes that still
-  hold one (must be 0). Notes no cluster touched keep their wording.
+- relative dates (as the grader finds them, not as memctl.temporal does): notes holding one
+  before, how many were consolidated, and new notes that still hold one (must be 0). Notes no cluster touched keep their wording.
 - same-fact note pairs merged into one note (did the embedder and judge find the rephrasings?),
   clusters by verdict with the first reasons a reply was invalid or failed, LLM calls, tokens,
   cache hits and seconds, as the phase reports them.
@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 import sqlalchemy as sa
 
 from memctl.evaluation.corpus import Persona, load_consolidation_corpus, scratch_settings, stable_id
-from memctl.evaluation.grader import retained, sentences_of
+from memctl.evaluation.grader import relative_dates, retained, sentences_of
 from memctl.evaluation.report import EXAMPLES, ConsolidationResult
 from memctl.phases.base import Reporter
 from memctl.settings import Settings
@@ -101,8 +101,6 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
 
 
 def _measure_consolidation(result: ConsolidationResult, personas: Sequence[Persona], rows: list[dict[str, Any]]) -> None:
-    from memctl.temporal import find_relative
-
     by_id = {str(r["ID"]).lower(): r for r in rows}
     active_by_user: dict[str, list[str]] = defaultdict(list)
     for r in rows:
@@ -110,8 +108,8 @@ def _measure_consolidation(result: ConsolidationResult, personas: Sequence[Perso
             active_by_user[str(r["UserID"]).lower()].append(r["Note"])
     new_notes = [r for r in rows if r["DerivedFromNoteIDs"]]
     result.notes_after = sum(len(v) for v in active_by_user.values())
-    result.relative_in_new_notes = sum(bool(find_relative(r["Note"])) for r in new_notes if r["Status"] == "Active")
-    result.relative_after = sum(bool(find_relative(r["Note"])) for r in rows if r["Status"] == "Active")
+    result.relative_in_new_notes = sum(bool(relative_dates(r["Note"])) for r in new_notes if r["Status"] == "Active")
+    result.relative_after = sum(bool(relative_dates(r["Note"])) for r in rows if r["Status"] == "Active")
     for p in personas:
         user = stable_id("user", p.persona)
         sentences = sentences_of(active_by_user.get(user, []))
@@ -120,7 +118,7 @@ def _measure_consolidation(result: ConsolidationResult, personas: Sequence[Perso
         result.notes_before += len(p.notes)
         result.facts += len(p.facts)
         for i, n in enumerate(p.notes):
-            if find_relative(n.text):
+            if relative_dates(n.text):
                 result.relative_before += 1
                 result.relative_consolidated += into[i] is not None and into[i] in by_id and bool(by_id[into[i]]["DerivedFromNoteIDs"])
         for k, fact in enumerate(p.facts):
