@@ -90,11 +90,12 @@ def evaluate_contradictions(settings: Settings, judge: Judge, embedder: Embedder
 
 
 def _cosines(embedder: Embedder, pairs: Sequence[LabelledPair]) -> list[float]:
-    from memctl.similarity import unit_rows
-
+    """Return the cosine of each pair's two texts under `embedder` (computed here, not by memctl.similarity)."""
     texts = list(dict.fromkeys([p.a for p in pairs] + [p.b for p in pairs]))
     where = {t: i for i, t in enumerate(texts)}
-    vectors = unit_rows(np.asarray(embedder.embed(texts), dtype=np.float32))
+    vectors = np.array(embedder.embed(texts), dtype=np.float32, ndmin=2)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.divide(vectors, norms, out=vectors, where=norms > 0)  # a zero vector stays zero
     a = vectors[[where[p.a] for p in pairs]]
     b = vectors[[where[p.b] for p in pairs]]
     return [round(float(x), 6) for x in np.einsum("ij,ij->i", a, b)]
