@@ -153,18 +153,23 @@ def statement(text: str) -> tuple[str, ...]:
 
 
 def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
-    """Say whether `sentence` states `fact`: its words in order, no extra negation inside the span."""
+    """Say whether `sentence` states `fact`: its words in order, no extra negation inside the span.
+
+    Each word of the fact is matched at its first place after the previous one; a negation the
+    sentence holds between the first and the last matched word, and the fact does not, denies it.
+    """
     if not fact:
         return False
-    positions, start = [], 0
+    at, started = 0, False
     for word in fact:
-        found = next((i for i in range(start, len(sentence)) if sentence[i] == word), None)
-        if found is None:
+        while at < len(sentence) and sentence[at] != word:
+            if started and sentence[at] == NOT:
+                return False
+            at += 1
+        if at == len(sentence):
             return False
-        positions.append(found)
-        start = found + 1
-    matched = set(positions)
-    return not any(sentence[i] == NOT and i not in matched for i in range(positions[0], positions[-1] + 1))
+        started, at = True, at + 1
+    return True
 
 
 def split_sentences(text: str) -> list[str]:
