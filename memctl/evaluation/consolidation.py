@@ -10,7 +10,8 @@ the clock frozen at the corpus's reference date. Reported:
   keeps kosher") does not count, so an LLM that rewrites freely is under-credited: the lost
   facts are listed, with the note that replaced them, for a person to check.
 - relative dates (as the grader finds them, not as memctl.temporal does): notes holding one
-  before, how many were consolidated, and new notes that still hold one (must be 0). Notes no cluster touched keep their wording.
+  before, how many were consolidated, and new notes that still hold one (must be 0). Notes no
+  cluster touched keep their wording.
 - same-fact note pairs merged into one note (did the embedder and judge find the rephrasings?),
   clusters by verdict with the first reasons a reply was invalid or failed, LLM calls, tokens,
   cache hits and seconds, as the phase reports them.
