@@ -1,5 +1,8 @@
 """memctl as a library: every command is one function here; the CLI only parses and renders.
 
+`memctl eval` is the exception: its harness, memctl.evaluation, sits above this module and drives
+the product through it, so nothing here imports it back.
+
     from memctl import api
     from memctl.settings import resolve
     report = api.dream(resolve(), force=True)
@@ -216,13 +219,3 @@ def phases_available() -> Sequence[str]:
 
     return PHASE_ORDER
 
-
-if TYPE_CHECKING:
-    from memctl.evaluate import EvalReport
-
-
-def evaluate(settings: Settings, only: Optional[str] = None, limit: Optional[int] = None, reporter: Optional[Reporter] = None) -> EvalReport:
-    """Measure the configured judge, embedder and prompts on the shipped labelled corpora (in a scratch store)."""
-    from memctl.evaluate import evaluate as measure
-
-    return measure(settings, only=only, limit=limit, reporter=reporter)

@@ -706,7 +706,9 @@ def eval_command(
     Exit 1 when a part produced no figures (the phase failed, or no reply from the LLM was usable).
     """
     state = _state()
-    report = api.evaluate(state.settings(), only=only, limit=limit, reporter=ConsoleReporter(state, as_json))
+    from memctl.evaluation import evaluate  # the harness sits above api: api does not import it
+
+    report = evaluate(state.settings(), only=only, limit=limit, reporter=ConsoleReporter(state, as_json))
     if as_json:
         out.print_json(json.dumps(report.to_dict(), default=str))
         raise typer.Exit(report.exit_code)

@@ -21,10 +21,10 @@ import pytest
 from llmstub import LLMStub, Reply, notes_from_request, prompt_kind
 from typer.testing import CliRunner
 
-from memctl import api
 from memctl.cli import app
-from memctl.evaluate import (
+from memctl.evaluation import (
     Fact,
+    evaluate,
     load_consolidation_corpus,
     load_contradiction_pairs,
     pair_note_ids,
@@ -155,6 +155,19 @@ def test_a_fact_with_a_relative_date_is_retained_once_the_date_is_made_absolute(
     assert not retained(fact, sentences_of(["User's dad is coming on 2025-06-02."]))
 
 
+def test_the_grader_is_written_apart_from_the_product() -> None:
+    # the harness grades with its own matching: the grader imports nothing from memctl, only the standard library
+    import ast
+
+    tree = ast.parse((ROOT / "memctl" / "evaluation" / "grader.py").read_text(encoding="utf-8"))
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0]
+    assert not any(isinstance(node, ast.ImportFrom) and node.level > 0 for node in ast.walk(tree)), "no relative imports"
+    assert imported and all(name.split(".")[0] in sys.stdlib_module_names | {"__future__"} for name in imported), imported
+    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert not calls & {"__import__", "import_module"}
+
+
 # --- the shipped corpora ----------------------------------------------------------------------
 
 
@@ -197,7 +210,7 @@ def test_the_shipped_corpora_are_exactly_what_the_builder_makes_from_the_shared_
 
 def test_offline_eval_measures_the_offline_provider_on_a_scratch_store(tmp_path: Path, loopback_only: list[Any]) -> None:
     settings = offline_settings(tmp_path)
-    report = api.evaluate(settings, limit=10)
+    report = evaluate(settings, limit=10)
     data = report.to_dict()
     assert report.exit_code == 0 and data["success"]
     assert data["provider"] == "offline" and data["judge"] == "memctl-offline-v1"
@@ -266,7 +279,7 @@ def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only
         return contradiction_reply(flag)
 
     with LLMStub(responder(by_rule)) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub, questions_per_call=per_call), limit=15)
+        report = evaluate(stub_settings(tmp_path, stub, questions_per_call=per_call), limit=15)
         chat = stub.chat_requests
     data = report.to_dict()
     assert report.exit_code == 0 and data["provider"] == "llm" and data["judge"] == "stub-model"
@@ -299,7 +312,7 @@ def test_figures_are_computed_from_the_llm_replies(tmp_path: Path, loopback_only
 
 def test_a_judge_that_never_flags_has_recall_0_and_no_precision(tmp_path: Path) -> None:
     with LLMStub(responder(lambda a, b: contradiction_reply(False))) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub), only="contradictions", limit=40)
+        report = evaluate(stub_settings(tmp_path, stub), only="contradictions", limit=40)
     d = report.to_dict()["contradictions"]
     assert report.consolidation is None
     assert d["confusion"] == {"tp": 0, "fp": 0, "fn": 8, "tn": 32}
@@ -310,7 +323,7 @@ def test_a_judge_that_never_flags_has_recall_0_and_no_precision(tmp_path: Path) 
 def test_a_judge_that_knows_the_gold_labels_scores_1(tmp_path: Path) -> None:
     gold = gold_by_note_id()
     with LLMStub(responder(lambda a, b: contradiction_reply(gold[a["id"]], "competing_value"))) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub), only="contradictions")
+        report = evaluate(stub_settings(tmp_path, stub), only="contradictions")
     d = report.to_dict()["contradictions"]
     assert d["pairs"] == 400 and d["confusion"] == {"tp": 100, "fp": 0, "fn": 0, "tn": 300}
     assert d["precision"] == d["recall"] == d["f1"] == 1.0
@@ -325,7 +338,7 @@ def test_a_contradiction_below_the_confidence_floor_is_not_flagged(tmp_path: Pat
         return answer({"isContradiction": gold[a["id"]], "contradictionType": "negation" if gold[a["id"]] else "none", "reason": "?", "confidence": 0.5})
 
     with LLMStub(responder(unsure)) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub, confidence_floor=0.6), only="contradictions", limit=20)
+        report = evaluate(stub_settings(tmp_path, stub, confidence_floor=0.6), only="contradictions", limit=20)
     d = report.to_dict()["contradictions"]
     assert d["confidenceFloor"] == 0.6 and d["lowConfidence"] == 4 and d["confusion"]["tp"] == 0 and d["recall"] == 0.0
 
@@ -340,7 +353,7 @@ def test_a_merge_that_drops_facts_is_caught(tmp_path: Path) -> None:
 
     # Every note clears a threshold of -1, so clusters hold several facts and the merge loses all but one.
     with LLMStub(first_note_only) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub, consolidate_threshold=-1.0), only="consolidation", limit=5)
+        report = evaluate(stub_settings(tmp_path, stub, consolidate_threshold=-1.0), only="consolidation", limit=5)
     c = report.to_dict()["consolidation"]
     assert c["notesCreated"] > 0
     assert 0 < len(c["facts"]["lost"]) == c["facts"]["total"] - c["facts"]["retained"]
@@ -359,7 +372,7 @@ def test_a_merge_that_keeps_a_relative_date_is_rejected_not_counted(tmp_path: Pa
         })
 
     with LLMStub(lazy) as stub:
-        report = api.evaluate(stub_settings(tmp_path, stub), only="consolidation", limit=10)
+        report = evaluate(stub_settings(tmp_path, stub), only="consolidation", limit=10)
     c = report.to_dict()["consolidation"]
     assert c["clusters"]["found"] > 0 and c["clusters"]["invalid"] == c["clusters"]["found"]
     # every merge was rejected: what the store lost is only copies of one fact in the same words,
