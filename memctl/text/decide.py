@@ -408,8 +408,12 @@ def _piece_names(piece: str) -> frozenset[str]:
 
 
 def _numbers(note: NoteText) -> frozenset[str]:
-    """Return a note's hard evidence by its digits ("30-day" and "30" both 30; an e-mail or URL as it is)."""
-    return frozenset(x for h in note.hard for x in (re.findall(r"\d+", h) or [h]))
+    """Return a note's hard evidence with a unit written onto a number dropped ("30-day", "3pm" read as 30, 3;
+    IDs such as "QX7P2L", dates such as "02.09.2024", e-mails and URLs as they are)."""
+    return frozenset(m.group(1) if (m := _UNIT_ON_NUMBER.match(h)) else h for h in note.hard)
+
+
+_UNIT_ON_NUMBER = re.compile(r"^(\d+)(?:-[^\W\d_]{2,}|[^\W\d_]+)$")  # "30-day", "3pm", "14h"; not "88-A"
 
 
 def _name_words(note: NoteText) -> frozenset[str]:
@@ -733,7 +737,10 @@ def incompatibility(a: NoteText, b: NoteText, model: bool = False) -> Optional[s
     """Return why two notes must not share a merged note, or None (offline rules; `model`: hard evidence only)."""
     d = decide(a, b)
     if model:
-        if model_veto(d):
+        if model_veto(d) and not (d.relation == CONFLICT and _numbers(a) == _numbers(b)):
+            # a conflict read from the words around one and the same number or ID ("El pedido 40219 se envió
+            # con SEUR." / "El pedido 40219 efectivamente se envió con SEUR.") is the model's to decide; its
+            # synthesis is refused if it holds two values of one slot (synthesis_problem)
             return d.reason
         # "The timezone of Account 17 is EST." / "The timezone of Project Apollo is JST.": each names something
         # the other lacks, one of them a number or ID, so they may be two accounts' notes whatever the rules
