@@ -222,7 +222,8 @@ def compare(a: Sentence, b: Sentence) -> Decision:
     if template and hard_a and hard_b:
         return Decision(DIFFERENT, f"different subjects: {', '.join(hard_a)} / {', '.join(hard_b)}", evidence="hard",
                         template=True, sentences=pair)
-    names_a, names_b = a.names - b.names, b.names - a.names
+    # a name the other sentence opens with is no other subject ("... validé par Claire." / "Claire doit valider ...")
+    names_a, names_b = a.names - b.capitals, b.names - a.capitals
     exclusive = lexicon.clash(a.raw, b.raw, True, True)
     if template and (names_a or names_b) and not (rule is not None and rule.kind == "competing_value") and not exclusive:
         named = [p for p in differing if (set(p.left) | set(p.right) | _within(names_a | names_b, p.left + p.right)) & (names_a | names_b)]

@@ -168,6 +168,8 @@ def tokens(text: str) -> tuple[Token, ...]:
             norm = _arabic(raw.casefold().replace("’", "'").replace("ё", "е"))
             if kind == NUMBER:
                 norm = norm.rstrip(".:")
+            elif kind == ID and raw[:1] == "#" and raw[1:].isdigit():
+                kind, norm = NUMBER, raw[1:]  # "Account #4411" and "Account 4411" name one number
             first = raw.lstrip("#")[:1]
             out.append(Token(raw, norm, kind, capital=kind == WORD and first != first.lower(), start=at))
     return tuple(out)
