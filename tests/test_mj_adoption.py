@@ -24,7 +24,7 @@ from memctl.store.capabilities import values_allowed
 from mj_fixture import MJ_TABLES, NEWEST_ONLY, catalog, mj_database, mj_ddl
 
 runner = CliRunner()
-# What `db upgrade` adds to an MJ database older than v5.26 (README, "Running on a MemberJunction database").
+# What `db upgrade` adds to an MJ database older than v5.26 (docs/memberjunction.md).
 ADDED_NOTE_COLUMNS = {"ConsolidatedIntoNoteID", "ConsolidationCount", "DerivedFromNoteIDs", "ProtectionTier", "ImportanceScore"}
 MEMCTL_OBJECTS = set(m.MEMCTL_TABLES) | {m.VERSION_TABLE}
 

@@ -513,7 +513,7 @@ def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
 
     `max_pairs` (--max-pairs) bounds an LLM judge's calls (FR: at most 50 per run by default).
     The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
-    bounds CPU time; --max-pairs does not change it (the option's help and the README say so).
+    bounds CPU time; --max-pairs does not change it (the option's help and docs/configuration.md say so).
     """
     from memctl.llm.offline import OfflineJudge
 
