@@ -237,6 +237,9 @@ def test_a_model_is_not_asked_to_merge_notes_that_each_name_what_the_other_does_
     assert not kept_apart("Account 7702 has a 30-day payment term.", "Invoices for account 7702 are due 30 days after issue.")
     assert not kept_apart("Ticket 4410 is about SSO.", "Ticket 4410 is about SSO, reported at 09:00.")
     assert not kept_apart("Der Kunde zahlt per Rechnung.", "Der Kunde zahlt per Rechnung mit Frist von 30 Tagen.")
+    assert not kept_apart("Account #4411 is billed monthly, on the 1st.", "Account 4411 is billed monthly on the 1st.")
+    assert not kept_apart("Le virement de 4 500 € vers le compte de M. Faure doit être validé par Claire.",
+                          "Claire doit valider le virement de 4 500 € vers le compte de M. Faure.")
     # the same number or ID on both sides: words that differ around it are the model's to read...
     assert not kept_apart("El pedido 40219 se envió con SEUR.", "El pedido 40219 efectivamente se envió con SEUR.")
     # ...but two IDs, dates or codes that differ keep the notes apart, and a merged note may not hold two values
