@@ -249,7 +249,7 @@ def test_dream_against_the_local_model(db: Db, server: str, tmp_path: Path) -> N
     assert_harmless(db)
 
 
-#: one store, one partition (user) per language: three wordings of one fact, two account notes with numbers
+#: one small store (an agent's notes about one user) per language: three wordings of one fact, two account notes with numbers
 LANGUAGES = {
     "en": (["Alice wants a short email summary every Friday.", "Alice wants a short email summary every Friday afternoon.",
             "Every Friday Alice wants a short summary by email."],
@@ -268,9 +268,9 @@ LANGUAGES = {
     "ja": (["花子は毎週金曜日に短いメール要約を受け取りたい。", "花子は毎週金曜日の午後に短いメール要約を受け取りたい。", "花子は毎週金曜日に短いメールの要約を受け取りたい。"],
            ["アカウント1000は請求モジュールを使う。", "アカウント1009はレポートモジュールを使う。"]),
 }  # fmt: skip
-#: uncached contradiction questions per night: with the six clusters, a dozen questions over two nights, a
-#: few minutes on two free cores (3-200 s a question; far more when the cores are shared, hence the timeout)
-NIGHT_PAIRS = 3
+#: uncached contradiction questions per store and night: with one cluster each, a couple of dozen questions over
+#: two nights, a few minutes on two free cores (3-200 s a question; far more when the cores are shared, hence the timeout)
+NIGHT_PAIRS = 1
 _WORD = re.compile(r"\w+")
 
 
@@ -297,50 +297,57 @@ def invented(db: Db) -> list[str]:
 
 @pytest.mark.timeout(3600)
 def test_two_nights_in_six_languages_exit_0_lose_no_fact_and_invent_none(db: Db, server: str, tmp_path: Path) -> None:
-    """Issue 28: a weak model's unusable replies are counted and paused; neither night fails, nothing is lost or invented."""
+    """Issue 28: on a small store in each language (one agent's notes, `dream --agent`), a weak model's unusable
+    replies are counted and paused; no night fails, nothing is lost or invented.
+
+    One store per language, as the issue asks: a run whose five or more questions all get unusable replies
+    fails on purpose (the model is of no use and cron must say so), so six languages' clusters in one run
+    measure how often SmolLM2 answers at all, not whether memctl survives it."""
     store = Store(db.engine)
-    agent = store.agent()
-    language_of = {}
+    language_of, agents = {}, {}
     for language, (fact, accounts) in LANGUAGES.items():
+        agents[language] = agent = store.agent(f"Support {language}")
         scope = {"AgentID": agent, "UserID": store.user(language)}
         for i, text in enumerate(fact):
             language_of[store.note(text, age_days=12 - i, **scope).lower()] = language
         for text in accounts:
             language_of[store.note(text, age_days=5, **scope).lower()] = language
     log = tmp_path / "llm.jsonl"
-    nights = []
+    nights: dict[str, list[dict[str, Any]]] = {language: [] for language in LANGUAGES}
+    FIGURES["sixLanguages"] = {"nights": nights}
     for night in range(2):
-        started = time.monotonic()
-        settings = settings_for(db, server, log, NOW + days(night), max_pairs=NIGHT_PAIRS)
-        report = api.dream(settings, force=True, engine=db.engine)
-        with db.engine.connect() as conn:
-            paused = conn.execute(sa.select(sa.func.count()).select_from(m.pause)).scalar_one()
-        outputs = {p.phase: p.output for p in report.phases}
-        nights.append({
-            "exitCode": report.exit_code, "seconds": round(time.monotonic() - started, 1), "pausedQuestionsAfter": paused,
-            "applied": sum(p.applied for p in report.phases[:2]),
-            "phases": {p.phase: p.message for p in report.phases[:2]},
-            "counts": {phase: {k: outputs[phase].get(k) for k in ("questionsAsked", "cacheHits", "cached", "unusableReplies", "failedReplies",
-                                                                   "questionsPaused", "clustersFound", "clustersConsolidated", "clustersDeclined",
-                                                                   "clustersInvalid", "clustersPaused", "contradictionsFound", "contradictionsResolved",
-                                                                   "contradictionsFlagged", "pairsLeftForNextRun") if k in outputs[phase]}
-                       for phase in ("consolidate", "contradictions")},
-            "rejected": rejected(report)[:12],
-        })  # fmt: skip
-        FIGURES["sixLanguages"] = {"nights": nights}
-        assert report.exit_code == 0, (report.message, [p.error for p in report.phases])
-        # the steps count the unusable replies: every rejected reply that arrived (a call that timed out is not one)
-        consolidate, contradictions = outputs["consolidate"], outputs["contradictions"]
-        assert consolidate["unusableReplies"] == consolidate["clustersInvalid"]
-        transport = [f for f in contradictions.get("failures", []) if re.search(r"timed out|connection error|HTTP \d{3}", f)]
-        assert contradictions.get("unusableReplies", 0) == contradictions.get("failedReplies", 0) - len(transport)
-        if night == 1:
-            # last night's questions with unusable replies are paused, not asked again (all of them when nothing changed)
-            unusable = sum(counts.get("unusableReplies", 0) for counts in nights[0]["counts"].values())
-            paused_now = consolidate["questionsPaused"] + contradictions.get("questionsPaused", 0)
-            assert paused_now == unusable if not nights[0]["applied"] else paused_now <= unusable
-        assert_harmless(db)
-        assert invented(db) == []
+        for language, agent in agents.items():
+            started = time.monotonic()
+            settings = settings_for(db, server, log, NOW + days(night), max_pairs=NIGHT_PAIRS)
+            report = api.dream(settings, api.RunOptions(agent=str(agent)), force=True, engine=db.engine)
+            with db.engine.connect() as conn:
+                paused = conn.execute(sa.select(sa.func.count()).select_from(m.pause)).scalar_one()
+            outputs = {p.phase: p.output for p in report.phases}
+            nights[language].append({
+                "exitCode": report.exit_code, "seconds": round(time.monotonic() - started, 1), "pausedQuestionsAfter": paused,
+                "applied": sum(p.applied for p in report.phases[:2]),
+                "phases": {p.phase: p.message for p in report.phases[:2]},
+                "counts": {phase: {k: outputs[phase].get(k) for k in ("questionsAsked", "cacheHits", "cached", "unusableReplies", "failedReplies",
+                                                                       "questionsPaused", "clustersFound", "clustersConsolidated", "clustersDeclined",
+                                                                       "clustersInvalid", "clustersPaused", "contradictionsFound", "contradictionsResolved",
+                                                                       "contradictionsFlagged", "pairsLeftForNextRun") if k in outputs[phase]}
+                           for phase in ("consolidate", "contradictions")},
+                "rejected": rejected(report)[:12],
+            })  # fmt: skip
+            assert report.exit_code == 0, (language, report.message, [p.error for p in report.phases])
+            # the steps count the unusable replies: every rejected reply that arrived (a call that timed out is not one)
+            consolidate, contradictions = outputs["consolidate"], outputs["contradictions"]
+            assert consolidate.get("unusableReplies", 0) == consolidate.get("clustersInvalid", 0)
+            transport = [f for f in contradictions.get("failures", []) if re.search(r"timed out|connection error|HTTP \d{3}", f)]
+            assert contradictions.get("unusableReplies", 0) == contradictions.get("failedReplies", 0) - len(transport)
+            if night == 1:
+                # last night's questions with unusable replies are paused, not asked again (all of them when nothing changed)
+                before = nights[language][0]
+                unusable = sum(counts.get("unusableReplies", 0) for counts in before["counts"].values())
+                paused_now = consolidate.get("questionsPaused", 0) + contradictions.get("questionsPaused", 0)
+                assert paused_now == unusable if not before["applied"] else paused_now <= unusable
+            assert_harmless(db)
+            assert invented(db) == []
     final = rows(db)
     FIGURES["sixLanguages"]["languages"] = {
         language: {status: sum(1 for r in final if language_of.get(str(r["ID"]).lower()) == language and r["Status"] == status)
