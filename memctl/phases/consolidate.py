@@ -65,7 +65,7 @@ from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
 from memctl.phases.safety import merge_loses
 from memctl.plan import ChildStep, Mutation, PhasePlan, Unit, jsonable
-from memctl.records import NoteRecord, PartitionKey
+from memctl.records import TIERS, NoteRecord, PartitionKey, broader_keys
 from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import clusters, pairs, partition_key, stable_hash
 from memctl.store import models as m
@@ -174,10 +174,6 @@ def consolidation_problem(
 
         return synthesis_problem(content, sources, model=model, authority=rule)
     return synthesis_problem(content, [NoteText(n["content"]) for n in chosen], model=model)
-
-
-#: protection tiers from weakest to strongest (a NULL tier reads as Standard)
-TIERS = ("Ephemeral", "Standard", "Protected", "Immutable")
 
 
 def strongest_tier(sources: Sequence[NoteRecord]) -> str:
@@ -329,19 +325,6 @@ def best_cover(
             best[r0:r1][better] = j[better] + c0
             sims[r0:r1][better] = v[better]
     return best, sims
-
-
-def broader_keys(key: PartitionKey) -> list[PartitionKey]:
-    """Return the partitions a note of partition `key` may be absorbed into (DESIGN 3).
-
-    Same agent, no user, and each other dimension either the note's own value or NULL.
-    Only a user-level partition has any.
-    """
-    agent, company, user, entity, record, secondary = key
-    if user is None:
-        return []
-    options = [dict.fromkeys((value, None)) for value in (company, entity, record, secondary)]
-    return [(agent, c, None, e, r, s) for c in options[0] for e in options[1] for r in options[2] for s in options[3]]
 
 
 @dataclass
