@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from sqlalchemy.engine import Engine
 
+from memctl.context import NullReporter, PhaseContext, Reporter, Scope
 from memctl.errors import UsageError
-from memctl.phases.base import NullReporter, PhaseContext, Reporter, Scope
 from memctl.pipeline import FixedPlanPhase, RunReport, execute, maintenance_phases
 from memctl.plan import load_plan
 from memctl.settings import Settings

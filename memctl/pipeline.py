@@ -17,9 +17,10 @@ from memctl import lock as leases
 from memctl.agent import agent_id, require_agent
 from memctl import stopping
 from memctl import preview
+from memctl.context import PhaseContext
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
-from memctl.phases.base import Overlay, Phase, PhaseContext
+from memctl.phases.base import Overlay, Phase
 from memctl.plan import PhasePlan, Plan
 from memctl.preview import Entry
 from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder

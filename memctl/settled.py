@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import sqlalchemy as sa
 
+from memctl.context import PhaseContext
 from memctl.errors import MemctlError
-from memctl.phases.base import PhaseContext
 from memctl.plan import jsonable
 from memctl.records import NoteRecord
 from memctl.settings import Settings

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memctl.phases.base import Scope
+from memctl.context import Scope
 from memctl.plan import Mutation, Unit, guard_of
 from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash

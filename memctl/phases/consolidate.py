@@ -49,6 +49,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from memctl.blas import single_thread
+from memctl.context import PhaseContext, Scope
 from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.budget import split_to_fit
@@ -60,7 +61,7 @@ from memctl.llm.replies import NOTE_TYPES, AbsorptionReply, ConsolidationReply
 from memctl.phases.asking import (
     Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage,
 )
-from memctl.phases.base import Overlay, PhaseContext, Scope
+from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, note_guard, order_key, with_vectors
 from memctl.phases.safety import merge_loses

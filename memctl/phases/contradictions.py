@@ -42,11 +42,12 @@ import sqlalchemy as sa
 
 from memctl.authority import Authority, authority, days
 from memctl.blas import single_thread
+from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.copies import ids_outside
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
 from memctl.llm.offline_merge import note_text
