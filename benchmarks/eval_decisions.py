@@ -48,7 +48,7 @@ from memctl.llm.offline import OfflineJudge  # noqa: E402
 from memctl.llm.offline_merge import note_text  # noqa: E402
 from memctl.llm.replies import ContradictionReply  # noqa: E402
 from memctl.records import NoteRecord  # noqa: E402
-from memctl.text.decide import compatible_groups, decide, incompatibility, verdict_guard  # noqa: E402
+from memctl.text.decide import compatible_groups, incompatibility, verdict_guard  # noqa: E402
 
 HELDOUT = ROOT / "benchmarks" / "heldout"
 LANGS = ("en", "de", "es", "fr", "zh", "ja", "ru", "ar")

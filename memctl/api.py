@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl.context import NullReporter, PhaseContext, Reporter, Scope
 from memctl.errors import UsageError
-from memctl.phases.base import NullReporter, PhaseContext, Reporter, Scope
-from memctl.pipeline import FixedPlanPhase, RunReport, execute, maintenance_phases
+from memctl.gate import dream_run_name
+from memctl.phases import registry
+from memctl.pipeline import PHASE_ORDER, FixedPlanPhase, RunReport, execute, maintenance_phases
 from memctl.plan import load_plan
+from memctl.plancheck import check_plan
+from memctl.review import ReviewItem, open_reviews, settle
+from memctl.runs import resolve_run_id
 from memctl.settings import Settings
-from memctl.store.engine import check_connection, make_engine
+from memctl.store import models as m
+from memctl.store.capabilities import archive_statuses
+from memctl.store.changes import unknown_actions
+from memctl.store.engine import check_connection, make_engine, read, write
 from memctl.store.schema import ensure_ready
-
-if TYPE_CHECKING:
-    from memctl.review import ReviewItem
+from memctl.undo import UndoPhase
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
@@ -81,8 +88,6 @@ def context(settings: Settings, engine: Engine, options: RunOptions, reporter: O
 
 def dream(settings: Settings, options: RunOptions = RunOptions(), force: bool = False, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
     """Run the nightly pass: gate, lock, the four phases in order, records."""
-    from memctl.gate import dream_run_name
-
     engine = engine or open_store(settings)
     ctx = context(settings, engine, options, reporter)
     scoped = ctx.scope.agent_id is not None
@@ -96,8 +101,6 @@ def dream(settings: Settings, options: RunOptions = RunOptions(), force: bool = 
 
 def run_phase(settings: Settings, name: str, options: RunOptions = RunOptions(), reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
     """Run one phase by hand (not gated, recorded like any run)."""
-    from memctl.phases import registry
-
     if name not in registry.STEP_NAMES:
         raise UsageError(f"unknown phase {name!r}")
     engine = engine or open_store(settings)
@@ -111,9 +114,6 @@ def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = Non
     The plan is validated whole first (memctl/plancheck.py): one action memctl could not have
     planned refuses the plan (exit 2) before anything is written.
     """
-    from memctl.plancheck import check_plan
-    from memctl.store.capabilities import archive_statuses
-
     plan = load_plan(path)
     engine = engine or open_store(settings)
     check_plan(plan, settings, source=str(path), archive_statuses=archive_statuses(engine, settings.db_schema))
@@ -125,8 +125,6 @@ def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = Non
 
 def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = False, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
     """Put back every record a run changed (a recorded run itself)."""
-    from memctl.undo import UndoPhase
-
     engine = engine or open_store(settings)
     run_id = find_run(engine, run_id)
     _require_finished_run(engine, run_id)
@@ -137,17 +135,12 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
 
 def find_run(engine: Engine, run_id: str) -> str:
     """Return the full ID of the run `run_id` names (its ID or a unique prefix of at least 4 characters)."""
-    from memctl.runs import resolve_run_id
-    from memctl.store.engine import read
-
     with read(engine) as conn:
         return resolve_run_id(conn, run_id)
 
 
 def review_list(settings: Settings, engine: Optional[Engine] = None) -> list[ReviewItem]:
     """Return the contradictions flagged for review and not yet settled, with both notes."""
-    from memctl.review import open_reviews
-
     return open_reviews(engine or open_store(settings))
 
 
@@ -156,18 +149,11 @@ def review_resolve(
     reporter: Optional[Reporter] = None, engine: Optional[Engine] = None,
 ) -> RunReport:
     """Settle a flagged pair: keep one note (the other is revoked into it) or dismiss the flag (a recorded run)."""
-    from memctl.review import settle
-
     engine = engine or open_store(settings)
     return settle(context(settings, engine, RunOptions(dry_run=dry_run), reporter), pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run)
 
 
 def _require_finished_run(engine: Engine, run_id: str) -> None:
-    import sqlalchemy as sa
-
-    from memctl.store import models as m
-    from memctl.store.engine import read
-
     with read(engine) as conn:
         status = conn.execute(sa.select(m.run.c.Status).where(m.run.c.ID == run_id)).scalar()
     if status is None:
@@ -177,9 +163,6 @@ def _require_finished_run(engine: Engine, run_id: str) -> None:
 
 
 def _require_known_actions(engine: Engine, run_id: str) -> None:
-    from memctl.store.changes import unknown_actions
-    from memctl.store.engine import read
-
     with read(engine) as conn:
         unknown = unknown_actions(conn, run_id)
     if unknown:
@@ -195,11 +178,6 @@ def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool 
     Safe at any time: a cache only saves work; the next run embeds (and asks) again, paused
     questions included.
     """
-    import sqlalchemy as sa
-
-    from memctl.store import models as m
-    from memctl.store.engine import write
-
     engine = engine or open_store(settings)
     removed = {}
     with write(engine) as conn:
@@ -215,7 +193,5 @@ def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool 
 
 def phases_available() -> Sequence[str]:
     """Return the phase names in pipeline order."""
-    from memctl.pipeline import PHASE_ORDER
-
     return PHASE_ORDER
 

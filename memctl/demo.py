@@ -23,9 +23,11 @@ from rich.console import Console
 
 from memctl import api
 from memctl.pipeline import RunReport
+from memctl.render import print_preview
 from memctl.settings import resolve
 from memctl.store import models as m
 from memctl.store.engine import write
+from memctl.verify import verify
 
 NS = uuid.UUID("9f1c7a52-7d2e-4f60-9a51-6d656d63746c")
 
@@ -209,8 +211,6 @@ def run_demo(directory: Path, console: Optional[Console]) -> RunReport:
     say = console.print if console is not None else (lambda *a, **k: None)
     say(f"Seeded {db_path} with {count} notes and 4 examples (agents, users, companies, conversations, planted problems).", markup=False)
     say("\n--- dry-run: what the dream would do ---", markup=False)
-    from memctl.render import print_preview
-
     preview = api.dream(settings, api.RunOptions(dry_run=True), engine=engine)
     if console is not None:
         for phase in preview.phases:
@@ -223,8 +223,6 @@ def run_demo(directory: Path, console: Optional[Console]) -> RunReport:
     memctl = f"{command_prefix()} --db-url {shlex.quote(f'sqlite:///{db_path.as_posix()}')}"
     for command in follow_up_commands(memctl, str(report.run_id)):
         say(f"  {command}", markup=False)
-    from memctl.verify import verify
-
     breaches = verify(engine)
     say("verify: " + ("ok, every invariant holds" if not breaches else f"{len(breaches)} breach(es)"), markup=False)
     engine.dispose()

@@ -17,9 +17,11 @@ from memctl import lock as leases
 from memctl.agent import agent_id, require_agent
 from memctl import stopping
 from memctl import preview
+from memctl.context import PhaseContext
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
-from memctl.phases.base import Overlay, Phase, PhaseContext
+from memctl.phases import registry
+from memctl.phases.base import Overlay, Phase
 from memctl.plan import PhasePlan, Plan
 from memctl.preview import Entry
 from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder
@@ -29,6 +31,7 @@ from memctl.store.changes import ApplyContext, UnitOutcome, apply_unit, to_db_va
 from memctl.store.engine import read, scrub
 from memctl.store.failures import describe
 from memctl.stopping import Deadline, RunStopped
+from memctl.vectors import close_ahead
 
 PHASE_ORDER = ("consolidate", "contradictions", "prune", "archive")
 GATE_STEP = "Check Maintenance Gate"
@@ -144,8 +147,6 @@ class FixedPlanPhase:
 
 def maintenance_phases() -> list[Phase]:
     """Return the four maintenance phases in the fixed order (FR-001)."""
-    from memctl.phases import registry
-
     return [registry.phase(name) for name in PHASE_ORDER]
 
 
@@ -285,8 +286,6 @@ def execute(
 def _close_services(ctx: PhaseContext) -> None:
     """Close the LLM client's connections (an answer still trickling in is not awaited) and end a
     vector-decoding helper process nothing collected."""
-    from memctl.vectors import close_ahead
-
     close_ahead(ctx)
     judge = ctx.services.get("judge")
     client = getattr(judge, "client", None)

@@ -18,21 +18,18 @@ nothing is written, not even a run record.
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timedelta
 from typing import Any, Iterator, Mapping, Optional
-
-import sqlalchemy as sa
 
 from memctl.embed.stored import decode_vector
 from memctl.errors import InputError
 from memctl.plan import GUARD_COLUMNS, SCOPE_COLUMNS, Mutation, Plan, Unit
-from memctl.records import note_record
+from memctl.records import TIERS, broader_keys, note_record
 from memctl.settings import Settings, parse_time
 from memctl.similarity import partition_key
 from memctl.store import models as m
+from memctl.store.values import GUID, value_problem
 
-GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # The actions each phase plans, and the tables each action may touch.
 PHASE_ACTIONS = {
     "consolidate": {"insert", "revoke", "check", "credit", "annotate"},
@@ -54,8 +51,6 @@ ACTION_VALUES = {
     "credit": {"AccessCount", "LastAccessedAt"}, "flag": {"NoteAID", "NoteBID", "Reason"},
 }
 TEXT_CAP = 8_000  # a Comments line, a flag's reason, a unit's reason
-LONG_TEXT_CAP = 200_000  # other long text columns of an inserted note (an embedding vector as JSON text)
-INT_MAX = 2**31 - 1
 
 
 class PlanRefused(InputError):
@@ -223,43 +218,6 @@ def _insert_problem(mutation: Mutation, settings: Settings) -> Optional[str]:
     return None
 
 
-def value_problem(column: sa.Column, value: Any, settings: Optional[Settings]) -> Optional[str]:
-    """Return why `value` cannot go into `column` as memctl writes it, or None (checked before the driver sees it)."""
-    kind = column.type
-    if value is None:
-        return None if column.nullable else "may not be null"
-    if isinstance(kind, sa.Uuid):
-        return None if isinstance(value, str) and GUID.fullmatch(value) else "not a GUID"
-    if isinstance(kind, m.UTCDateTime):
-        if isinstance(value, datetime):
-            return None
-        if not isinstance(value, str):
-            return "not an ISO 8601 timestamp"
-        try:
-            parse_time(value)
-        except (ValueError, OverflowError):
-            return "not an ISO 8601 timestamp"
-        return None
-    if isinstance(kind, sa.Boolean):
-        return None if isinstance(value, bool) else "not true or false"
-    if isinstance(kind, sa.Integer):
-        return None if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_MAX else f"not a whole number from 0 to {INT_MAX}"
-    if isinstance(kind, sa.Numeric):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 10 ** ((kind.precision or 18) - (kind.scale or 0))
-        return None if ok else "not a number in the column's range"
-    if not isinstance(value, str):
-        return "not text"
-    if "\x00" in value:
-        return "holds a NUL byte"
-    cap = settings.max_note_chars if column.name == "Note" and settings is not None else getattr(kind, "length", None) or LONG_TEXT_CAP
-    if len(value) > cap:
-        return f"{len(value)} characters (at most {cap})"
-    choices = {"Status": m.NOTE_STATUSES, "Type": m.NOTE_TYPES, "ProtectionTier": m.PROTECTION_TIERS}.get(column.name)
-    if choices and column.table is m.note and value not in choices:
-        return f"{value[:32]!r} is not one of {', '.join(choices)}"
-    return None
-
-
 def _scope(state: Mapping[str, Any]) -> tuple:
     return partition_key(note_record({"ID": "", **{c: state.get(c) for c in SCOPE_COLUMNS}}, with_vector=False))
 
@@ -273,8 +231,6 @@ def _inherited_problem(values: Mapping[str, Any], guards: list[Mapping[str, Any]
     memctl's consolidate phase sets it: the strongest protection; the access count, last access
     and expiry the rules read (never more access, never a later expiry, never an expiry that no
     source had); a fact date no later than the planning."""
-    from memctl.phases.consolidate import TIERS
-
     strongest = max((g.get("ProtectionTier") if g.get("ProtectionTier") in TIERS else "Standard" for g in guards), key=TIERS.index)
     if values.get("ProtectionTier", "Standard") != strongest:
         return f"a consolidated note has its sources' strongest ProtectionTier {strongest!r}, not {values.get('ProtectionTier')!r}"
@@ -385,8 +341,6 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
 
 
 def _broader(key: tuple) -> list[tuple]:
-    from memctl.phases.consolidate import broader_keys
-
     return broader_keys(key)  # type: ignore[arg-type]
 
 

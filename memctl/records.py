@@ -13,7 +13,23 @@ from typing import Any, Mapping, Optional
 #: ProtectionTier values by their lower-case spelling (MJ's check: Immutable, Protected, Standard, Ephemeral)
 _TIERS = {t.lower(): t for t in ("Immutable", "Protected", "Standard", "Ephemeral")}
 
+#: protection tiers from weakest to strongest (a NULL tier reads as Standard)
+TIERS = ("Ephemeral", "Standard", "Protected", "Immutable")
+
 PartitionKey = tuple[Optional[str], Optional[str], Optional[str], Optional[str], Optional[str], Optional[str]]
+
+
+def broader_keys(key: PartitionKey) -> list[PartitionKey]:
+    """Return the partitions a note of partition `key` may be absorbed into (DESIGN 3).
+
+    Same agent, no user, and each other dimension either the note's own value or NULL.
+    Only a user-level partition has any.
+    """
+    agent, company, user, entity, record, secondary = key
+    if user is None:
+        return []
+    options = [dict.fromkeys((value, None)) for value in (company, entity, record, secondary)]
+    return [(agent, c, None, e, r, s) for c in options[0] for e in options[1] for r in options[2] for s in options[3]]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from typing import Any, Mapping, Optional
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl.context import PhaseContext
 from memctl.errors import UsageError
-from memctl.phases.base import PhaseContext
 from memctl.pipeline import FixedPlanPhase, RunReport, execute
 from memctl.plan import Mutation, PhasePlan, Unit, guard_of, jsonable
 from memctl.store import models as m

@@ -38,8 +38,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import sqlalchemy as sa
 
+from memctl.context import PhaseContext
 from memctl.errors import MemctlError
-from memctl.phases.base import PhaseContext
+from memctl.llm.factory import make_judge
 from memctl.plan import jsonable
 from memctl.records import NoteRecord
 from memctl.settings import Settings
@@ -185,8 +186,6 @@ def marks_for(ctx: PhaseContext, phase: str, kinds: Sequence[str]) -> Optional[S
     None when no judge can be built: then every partition is planned, and the phase fails only
     if it must actually ask something.
     """
-    from memctl.llm.factory import make_judge
-
     try:
         judge = ctx.service("judge", lambda: make_judge(ctx.settings))
     except MemctlError:

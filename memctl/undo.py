@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from memctl.context import PhaseContext
 from memctl.errors import FailedError, UsageError
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.phases.base import Overlay
 from memctl.plan import PhasePlan, guard_mismatch
 from memctl.store import models as m
 from memctl.store.changes import TABLE_OBJECTS, policy_refusal, rows_by_id, undo_units

@@ -20,11 +20,11 @@ from typing import Container, Iterable, Optional, Sequence
 import numpy as np
 import sqlalchemy as sa
 
+from memctl.context import PhaseContext
 from memctl.embed import stored as stored_texts
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
 from memctl.embed.stored import Decoding, content_hash, decode_many, decode_stored
-from memctl.phases.base import PhaseContext
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
 from memctl.store import models as m

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from memctl.plan import SCOPE_COLUMNS
-from memctl.records import note_record
+from memctl.records import broader_keys, note_record
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.engine import read
@@ -92,8 +92,6 @@ def _scope(row: Mapping[str, Any], prefix: str = "") -> tuple:
 
 def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
     """No note revoked into a note its audience cannot see; no consolidated note in another scope than a source."""
-    from memctl.phases.consolidate import broader_keys
-
     breaches = []
     for row in linked:
         if row["TargetID"] is None:

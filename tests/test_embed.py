@@ -529,7 +529,7 @@ def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
     from datetime import datetime, timezone
 
     from conftest import make_db
-    from memctl.phases.base import PhaseContext
+    from memctl.context import PhaseContext
     from memctl.records import NoteRecord
     from memctl.settings import replace
 

@@ -18,7 +18,8 @@ import pytest
 
 from llmstub import LLMStub, Reply, notes_from_request
 from memctl.errors import ConfigError
-from memctl.llm.client import LLMClient, strict_schema
+from memctl.llm.client import LLMClient
+from memctl.llm.schema import strict_schema
 from memctl.llm.judge import LLMJudge
 from memctl.llm.prompts import PromptError, load_prompt, notes_json
 from memctl.llm.replies import AbsorptionReply, ConsolidationReply, ContradictionReply

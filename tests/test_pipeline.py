@@ -14,8 +14,9 @@ from conftest import Db, make_db
 from factory import NOW, Store, at
 from memctl import api, lock
 from memctl.cli import app
+from memctl.context import PhaseContext
 from memctl.demo import seed
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.prune import PrunePhase
 from memctl.pipeline import execute
 from memctl.store import models as m

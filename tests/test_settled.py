@@ -259,7 +259,8 @@ def test_replan_is_a_flag_of_dream_and_the_llm_phases(phase: str) -> None:
 
 def test_the_fast_guid_reading_of_sqlite_loads_equals_sqlalchemys(db: Db) -> None:
     """load_notes formats SQLite's stored GUID text itself (speed); it must read exactly what the Uuid type reads."""
-    from memctl.phases.base import Overlay, PhaseContext
+    from memctl.context import PhaseContext
+    from memctl.phases.base import Overlay
     from memctl.phases.notes import load_notes, sqlite_guid
     from memctl.records import note_record
 

@@ -22,7 +22,7 @@ from conftest import PG_URL, Db, make_db, require_postgres
 from llmstub import LLMStub
 from memctl import api
 from memctl.lock import GUARD_ROW
-from memctl.phases.base import NullReporter, Scope
+from memctl.context import NullReporter, Scope
 from memctl.phases.common import in_shard
 from memctl.pipeline import RunReport
 from memctl.recorder import ensure_memctl_agent

@@ -17,11 +17,11 @@ from conftest import PG_URL, Db, make_db
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from memctl import transfer
 from memctl.errors import InputError, UsageError
 from memctl.store import models
 from memctl.store.engine import read, write
 from memctl.transfer import KINDS, export_records, import_records
+from memctl.transfer import export as transfer  # EXPORT_BATCH is read there
 
 T0 = datetime(2024, 3, 1, 12, 30, 45, 123456, tzinfo=timezone.utc)
 NOW = datetime(2025, 6, 1, 8, 0, 0, 654321, tzinfo=timezone.utc)

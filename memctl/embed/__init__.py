@@ -10,6 +10,8 @@ from __future__ import annotations
 from memctl.embed.base import Embedder
 from memctl.embed.hashing import NAME as HASHING_NAME
 from memctl.embed.hashing import HashingEmbedder
+from memctl.embed.local import DEFAULT_MODEL as LOCAL_MODEL
+from memctl.embed.local import SentenceTransformerEmbedder
 
 __all__ = ["DEFAULT_THRESHOLDS", "PROVIDERS", "Embedder", "HashingEmbedder", "make_embedder", "thresholds_for"]
 
@@ -100,13 +102,11 @@ def make_embedder(
     if kind == "stored":
         raise ValueError("'stored' vectors are read from the rows, not computed: build a compute provider instead")
     if kind == "openai":
+        # openai takes ~0.4 s to import: only a run that embeds with it loads it
         from memctl.embed.openai import DEFAULT_MODEL, OpenAIEmbedder
 
         warn_unmeasured(model or DEFAULT_MODEL)
         return OpenAIEmbedder(model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, batch_size=batch_size)
     if kind in ("sentence-transformers", "local"):
-        from memctl.embed.local import DEFAULT_MODEL as LOCAL_MODEL
-        from memctl.embed.local import SentenceTransformerEmbedder
-
         return SentenceTransformerEmbedder(model or LOCAL_MODEL, batch_size=min(batch_size, 256))
     raise ValueError(f"unknown embedding provider {provider!r}: choose one of {', '.join(PROVIDERS)}")

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from memctl.context import NullReporter, Reporter
 from memctl.errors import UsageError
 from memctl.evaluation.consolidation import evaluate_consolidation, import_lines
 from memctl.evaluation.contradictions import evaluate_contradictions
@@ -37,7 +38,8 @@ from memctl.evaluation.corpus import (
 )
 from memctl.evaluation.grader import retained, sentences_of, statement, states
 from memctl.evaluation.report import ConsolidationResult, ContradictionResult, EvalReport, Verdict
-from memctl.phases.base import NullReporter, Reporter
+from memctl.llm.factory import make_compute_embedder, make_judge
+from memctl.llm.offline import OfflineJudge
 from memctl.settings import Settings
 
 __all__ = [
@@ -49,9 +51,6 @@ __all__ = [
 
 def evaluate(settings: Settings, only: Optional[str] = None, limit: Optional[int] = None, reporter: Optional[Reporter] = None) -> EvalReport:
     """Measure the configured judge and embedder on the shipped labelled corpora."""
-    from memctl.llm.factory import make_compute_embedder, make_judge
-    from memctl.llm.offline import OfflineJudge
-
     if only is not None and only not in SECTIONS:
         raise UsageError(f"--only must be one of {', '.join(SECTIONS)} (got {only!r})")
     if limit is not None and limit < 1:

@@ -31,11 +31,14 @@ from typing import Any, Optional, Sequence
 
 import sqlalchemy as sa
 
+from memctl import api
+from memctl.context import Reporter
 from memctl.evaluation.corpus import Persona, load_consolidation_corpus, scratch_settings, stable_id
 from memctl.evaluation.grader import relative_dates, retained, sentences_of
 from memctl.evaluation.report import EXAMPLES, ConsolidationResult
-from memctl.phases.base import Reporter
 from memctl.settings import Settings
+from memctl.store import models as m
+from memctl.transfer import import_records
 
 
 def import_lines(personas: Sequence[Persona]) -> list[dict[str, Any]]:
@@ -59,10 +62,6 @@ def import_lines(personas: Sequence[Persona]) -> list[dict[str, Any]]:
 
 def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int], reporter: Reporter) -> ConsolidationResult:
     """Import the consolidation corpus into a scratch store, run the consolidate phase, measure."""
-    from memctl import api
-    from memctl.store import models as m
-    from memctl.transfer import import_records
-
     meta, personas = load_consolidation_corpus(limit)
     scratch = scratch_settings(settings, path, meta["referenceDate"])
     engine = api.open_store(scratch)

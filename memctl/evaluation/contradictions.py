@@ -22,13 +22,19 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from memctl import api
+from memctl.context import Reporter
+from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
 from memctl.evaluation.corpus import LabelledPair, load_contradiction_pairs, pair_note_ids, scratch_settings, stable_id
 from memctl.evaluation.report import ContradictionResult, Verdict
 from memctl.llm.base import Judge
-from memctl.phases.base import Reporter
+from memctl.llm.replies import ContradictionReply
+from memctl.phases.asking import ask_all
+from memctl.phases.contradictions import Candidate, question_for, reply_problem
 from memctl.records import NoteRecord
 from memctl.settings import Settings
+from memctl.store.engine import scrub
 
 
 def _pair_note(note_id: str, text: str, created: datetime) -> NoteRecord:
@@ -41,13 +47,6 @@ def _pair_note(note_id: str, text: str, created: datetime) -> NoteRecord:
 
 def evaluate_contradictions(settings: Settings, judge: Judge, embedder: Embedder, path: Path, limit: Optional[int], reporter: Reporter) -> ContradictionResult:
     """Ask the judge about every labelled pair exactly as the contradictions phase would, and score it."""
-    from memctl import api
-    from memctl.embed import thresholds_for
-    from memctl.llm.replies import ContradictionReply
-    from memctl.phases.asking import ask_all
-    from memctl.phases.contradictions import Candidate, question_for, reply_problem
-    from memctl.store.engine import scrub
-
     meta, pairs = load_contradiction_pairs(limit)
     scratch = scratch_settings(settings, path, meta["referenceDate"])
     created = scratch.current_time()

@@ -28,7 +28,6 @@ requests), and grown back by one after a run of successes.
 
 from __future__ import annotations
 
-import copy
 import email.utils
 import json
 import logging
@@ -39,7 +38,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
@@ -48,6 +46,8 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
+from memctl.llm.calls import CallDropped, CallLog, CallTimeout, Limiter, ReplyTooLarge
+from memctl.llm.schema import schema_instructions, strict_schema, strip_fences
 from memctl.settings import mask_secrets
 
 try:  # the HTTP library under `openai`: httpx2 in recent releases, httpx before
@@ -70,166 +70,6 @@ FORMAT_SETTINGS = ("auto", *FORMAT_MODES)
 OVERLOAD_STATUSES = (429, 503)
 TRANSIENT_STATUSES = (429, 502, 503, 504)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
-# JSON-schema keywords kept in a strict schema: what OpenAI's structured outputs and the common
-# local servers (vLLM, llama.cpp, Ollama) all accept; pydantic checks every bound again on parsing.
-_KEPT_KEYWORDS = {
-    "type", "properties", "required", "items", "enum", "const", "anyOf", "$ref", "$defs", "minimum", "maximum",
-}
-
-
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """Return `model`'s JSON schema in OpenAI strict form (every key required, no extra keys).
-
-    A fresh copy each time (callers put it into a request); the form is computed once per model.
-    """
-    return copy.deepcopy(_strict_schema(model))
-
-
-@lru_cache(maxsize=64)
-def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in node]
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key not in _KEPT_KEYWORDS:
-                continue
-            if key in ("properties", "$defs"):
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            else:
-                out[key] = walk(value)
-        if out.get("type") == "object" or "properties" in out:
-            out["type"] = "object"
-            out.setdefault("properties", {})
-            out["required"] = list(out["properties"])
-            out["additionalProperties"] = False
-        return out
-
-    return walk(model.model_json_schema())
-
-
-def strip_fences(text: str) -> str:
-    """Return the inside of a ```json ... ``` fence, or `text` stripped when it has none."""
-    match = _FENCE.match(text)
-    return (match.group(1) if match else text).strip()
-
-
-def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None) -> str:
-    """Return a strict schema in words: what each key must hold.
-
-    Small models copy a JSON-schema document they are shown instead of answering with an
-    instance of it (SmolLM2-135M did, every time), so the prompt states the schema in words.
-    """
-    defs = node.get("$defs", {}) if defs is None else defs
-    if "$ref" in node:
-        return describe_schema(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-    if "anyOf" in node:
-        return " or ".join(describe_schema(option, defs) for option in node["anyOf"])
-    if "enum" in node:
-        return "exactly one of " + ", ".join(json.dumps(v) for v in node["enum"])
-    kind = node.get("type")
-    if kind == "object":
-        keys = "; ".join(f'"{name}": {describe_schema(sub, defs)}' for name, sub in node.get("properties", {}).items())
-        return f"a JSON object with exactly these keys ({keys})"
-    if kind == "array":
-        inner = describe_schema(node.get("items", {}), defs)
-        if inner == "a string":
-            return "a list of strings"
-        if inner.startswith("a JSON object with "):
-            return "a list of JSON objects, each with " + inner[len("a JSON object with ") :]
-        return "a list of " + inner
-    if kind == "number" and "minimum" in node and "maximum" in node:
-        return f"a number from {node['minimum']:g} to {node['maximum']:g}"
-    return {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}.get(
-        str(kind), "a JSON value"
-    )
-
-
-def schema_instructions(reply_model: type[BaseModel], mode: str) -> str:
-    """Return what is appended to the user message when the server cannot enforce the schema."""
-    text = f"\n\nYour reply must be {describe_schema(strict_schema(reply_model))}."
-    if mode == "text":
-        text += "\nReply with that JSON object only: no markdown fences, no text before or after it."
-    return text
-
-
-class CallTimeout(Exception):
-    """One HTTP call went past its wall-clock deadline."""
-
-
-class CallDropped(Exception):
-    """The connection broke while the body was being read."""
-
-
-class ReplyTooLarge(Exception):
-    """The HTTP body went past the size cap; `head` is its beginning, as received."""
-
-    def __init__(self, message: str, head: str) -> None:
-        super().__init__(message)
-        self.head = head
-
-
-class Limiter:
-    """A concurrency bound that halves on overload and grows back by one after steady success."""
-
-    def __init__(self, ceiling: int) -> None:
-        self.ceiling = ceiling
-        self.limit = ceiling
-        self._in_flight = 0
-        self._streak = 0
-        self._cond = threading.Condition()
-
-    def acquire(self) -> None:
-        with self._cond:
-            while self._in_flight >= self.limit:
-                self._cond.wait()
-            self._in_flight += 1
-
-    def release(self, overloaded: bool) -> bool:
-        """Release a slot; return True when this release lowered the bound."""
-        with self._cond:
-            self._in_flight -= 1
-            lowered = False
-            if overloaded:
-                self._streak = 0
-                if self.limit > 1:
-                    self.limit = max(1, self.limit // 2)
-                    lowered = True
-            else:
-                self._streak += 1
-                if self.limit < self.ceiling and self._streak >= 2 * self.limit:
-                    self.limit += 1
-                    self._streak = 0
-            self._cond.notify_all()
-            return lowered
-
-
-class CallLog:
-    """Append every request and reply to a JSON Lines file, secrets scrubbed."""
-
-    def __init__(self, path: Union[str, Path], scrub: Callable[[str], str]) -> None:
-        self.path = Path(path)
-        self._scrub = scrub
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot open the LLM log {self.path}: {exc.strerror or exc}") from None
-
-    def write(self, record: dict[str, Any]) -> None:
-        line = self._scrub(json.dumps(record, ensure_ascii=False, default=str))
-        with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
 
 
 class LLMClient:

@@ -22,6 +22,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+from memctl.similarity import GUID
+
 #: a JSON object written on one line of a template (the example replies)
 _ONE_LINE_OBJECT = re.compile(r"\{.*\}")
 #: a quoted sentence of a template's prose: "User prefers a formal tone."
@@ -106,8 +108,6 @@ def copied_example(examples: frozenset[str], reply: Any, inputs: Any) -> Optiona
 
 def ids_outside(raw: Optional[str], notes: Sequence[tuple[str, str]]) -> set[str]:
     """Return the UUIDs a reply's text names that are neither the question's notes (id, text) nor quoted from their texts."""
-    from memctl.similarity import GUID
-
     if not raw:
         return set()
     allowed = {note_id.lower() for note_id, _ in notes}

@@ -6,12 +6,14 @@ from memctl.embed import make_embedder
 from memctl.embed.base import Embedder
 from memctl.errors import ConfigError
 from memctl.llm.base import Judge
+from memctl.llm.offline import OfflineJudge
 from memctl.settings import Settings
 
 
 def make_judge(settings: Settings) -> Judge:
     """Return the LLM judge when an LLM is configured, else the offline provider."""
     if settings.llm_model and (settings.llm_base_url or settings.llm_api_key):
+        # the client imports openai (~0.4 s): only a run with an LLM configured loads it
         from memctl.llm.client import LLMClient
         from memctl.llm.judge import LLMJudge
 
@@ -24,8 +26,6 @@ def make_judge(settings: Settings) -> Judge:
         return LLMJudge(client, context_tokens=settings.llm_context_tokens, max_note_chars=settings.max_note_chars)
     if settings.llm_base_url and not settings.llm_model:
         raise ConfigError("llm_base_url is set but llm_model is not: set MEMCTL_LLM_MODEL (or unset the base URL to use the offline provider)")
-    from memctl.llm.offline import OfflineJudge
-
     return OfflineJudge()
 
 

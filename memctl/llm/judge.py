@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from memctl.llm import budget
 from memctl.llm.base import JudgeResult
-from memctl.llm.client import LLMClient, schema_instructions
+from memctl.llm.client import LLMClient
 from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
 from memctl.llm.questions import question_data
 from memctl.llm.replies import (
@@ -32,6 +32,7 @@ from memctl.llm.replies import (
     ContradictionBatch,
     ContradictionReply,
 )
+from memctl.llm.schema import schema_instructions
 from memctl.records import NoteRecord
 
 #: kind -> (template name, reply model, schema name sent with response_format)

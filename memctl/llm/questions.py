@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from memctl import temporal
 from memctl.records import NoteRecord
 
 
@@ -18,8 +19,6 @@ def _utc(moment: datetime) -> datetime:
 
 def note_data(note: NoteRecord) -> dict[str, Any]:
     """Return the JSON object a prompt shows for `note`, its content with relative dates made absolute."""
-    from memctl import temporal  # written alongside this module; imported late to keep the import graph flat
-
     created = _utc(note.created_at).date()
     return {
         "id": note.id,

@@ -20,7 +20,8 @@ from typing import Any, Mapping, Optional
 
 import sqlalchemy as sa
 
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.context import PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.common import agent_filter, archive_units, as_planned, in_shard, plural, read_rows, within_refusal
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.records import record_row

@@ -48,9 +48,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ValidationError
 
+from memctl.context import PhaseContext
 from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.llm.copies import copied_example, examples_for
-from memctl.phases.base import PhaseContext
 from memctl.stopping import RunStopped, gather
 from memctl.store.pauses import Pause, Pauses
 from memctl.store.verdicts import VerdictCache, verdict_key

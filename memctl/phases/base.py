@@ -1,59 +1,13 @@
-"""What every phase shares: the context it plans in, the overlay of earlier phases, the protocol."""
+"""What every phase shares: the overlay of earlier phases and the protocol (the context it plans in is memctl/context.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
-from sqlalchemy.engine import Engine
-
+from memctl.context import PhaseContext
 from memctl.plan import PhasePlan
 from memctl.records import NoteRecord
-from memctl.settings import Settings
-from memctl.stopping import Deadline
-
-
-class Reporter(Protocol):
-    """Progress reporting; the CLI passes a rich one, tests and cron a silent one."""
-
-    def start(self, label: str, total: Optional[int] = None) -> None: ...
-
-    def advance(self, amount: int = 1) -> None: ...
-
-    def finish(self) -> None: ...
-
-    def log(self, message: str) -> None: ...
-
-
-class NullReporter:
-    """Reports nothing."""
-
-    def start(self, label: str, total: Optional[int] = None) -> None:
-        return None
-
-    def advance(self, amount: int = 1) -> None:
-        return None
-
-    def finish(self) -> None:
-        return None
-
-    def log(self, message: str) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which part of the store an invocation works on."""
-
-    agent_id: Optional[str] = None
-    shard: Optional[tuple[int, int]] = None
-
-    def lock_name(self) -> str:
-        return "maintenance" if self.shard is None else f"maintenance:shard {self.shard[0]}/{self.shard[1]}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"agent": self.agent_id, "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None}
 
 
 @dataclass
@@ -73,29 +27,6 @@ class Overlay:
     #: credited AccessCount and LastAccessedAt), as plan values, by note ID: later phases plan,
     #: and guard, on the rows as they will be
     changed: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass
-class PhaseContext:
-    """Everything a phase needs to plan: the store, settings, the clock and its scope."""
-
-    engine: Engine
-    settings: Settings
-    now: datetime
-    scope: Scope = field(default_factory=Scope)
-    reporter: Reporter = field(default_factory=NullReporter)
-    last_maintenance_at: Optional[datetime] = None
-    #: a dry-run writes nothing at all, not even memctl's own caches
-    dry_run: bool = False
-    services: dict[str, Any] = field(default_factory=dict)
-    #: the run's deadline (the pipeline sets it from run_deadline_seconds)
-    deadline: Deadline = field(default_factory=Deadline.unbounded)
-
-    def service(self, name: str, factory: Callable[[], Any]) -> Any:
-        """Return a lazily built shared service (judge, embedder...)."""
-        if name not in self.services:
-            self.services[name] = factory()
-        return self.services[name]
 
 
 class Phase(Protocol):

@@ -10,11 +10,13 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memctl.phases.base import Scope
+from memctl.context import Scope
 from memctl.plan import Mutation, Unit, guard_of
 from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash
+from memctl.store import models as m
 from memctl.store.capabilities import Refusal
+from memctl.store.changes import to_db_values
 
 T = TypeVar("T")
 CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
@@ -51,9 +53,6 @@ def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:
 
 def as_planned(row: dict[str, Any], changed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Return a note row with the values earlier plans of a dry-run set on it (`Overlay.changed`)."""
-    from memctl.store import models as m
-    from memctl.store.changes import to_db_values
-
     values = changed.get(str(row["ID"]).lower())
     return {**row, **to_db_values(m.note, values)} if values else row
 

@@ -42,11 +42,15 @@ import sqlalchemy as sa
 
 from memctl.authority import Authority, authority, days
 from memctl.blas import single_thread
+from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.copies import ids_outside
+from memctl.llm.factory import make_compute_embedder, make_judge
+from memctl.llm.offline import OfflineJudge
+from memctl.llm.questions import pair_data
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
 from memctl.llm.offline_merge import note_text
@@ -58,6 +62,7 @@ from memctl.similarity import pairs
 from memctl.store import models as m
 from memctl.store.engine import read
 from memctl.text.decide import Guard, verdict_guard
+from memctl.vectors import VectorIndex
 
 NAME = "contradictions"
 STEP_NAME = "Detect Note Contradictions"
@@ -130,8 +135,6 @@ def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] =
     `seen` memoises each note's data across the pairs it takes part in. The same data is the
     question's item when it is asked with others in one request (questions_per_call).
     """
-    from memctl.llm.questions import pair_data
-
     seen = {} if seen is None else seen
     inputs = [seen[n.id] if n.id in seen else seen.setdefault(n.id, pair_data(n)) for n in (pair.a, pair.b)]
     return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=_vetter(pair))
@@ -167,9 +170,6 @@ class ContradictionPhase:
         return plan
 
     def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
-        from memctl.llm.factory import make_compute_embedder, make_judge
-        from memctl.vectors import VectorIndex
-
         settings = ctx.settings
         snapshot = ctx.services.pop(SNAPSHOT, None)
         if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
@@ -515,6 +515,4 @@ def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
     The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
     bounds CPU time; --max-pairs does not change it (the option's help and docs/configuration.md say so).
     """
-    from memctl.llm.offline import OfflineJudge
-
     return ctx.settings.offline_max_pairs if isinstance(judge, OfflineJudge) else ctx.settings.max_pairs

@@ -8,7 +8,8 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.context import PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.common import as_planned, in_shard, sqlite_guid
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text

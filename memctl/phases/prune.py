@@ -16,7 +16,8 @@ from typing import Any, Mapping, Optional
 
 import sqlalchemy as sa
 
-from memctl.phases.base import Overlay, PhaseContext
+from memctl.context import PhaseContext
+from memctl.phases.base import Overlay
 from memctl.phases.common import (
     agent_filter, archive_units, as_planned, chunks, in_shard, lookup_ids, plural, read_rows, sqlite_guid, within_refusal,
 )

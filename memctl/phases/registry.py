@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from memctl.phases.archive import ArchivePhase
 from memctl.phases.base import Phase
+from memctl.phases.consolidate import ConsolidatePhase
+from memctl.phases.contradictions import ContradictionPhase
+from memctl.phases.prune import PrunePhase
 
 STEP_NAMES = {
     "consolidate": "Consolidate Related Notes",
@@ -15,19 +19,11 @@ STEP_NAMES = {
 def phase(name: str) -> Phase:
     """Return the phase called `name`."""
     if name == "consolidate":
-        from memctl.phases.consolidate import ConsolidatePhase
-
         return ConsolidatePhase()
     if name == "contradictions":
-        from memctl.phases.contradictions import ContradictionPhase
-
         return ContradictionPhase()
     if name == "prune":
-        from memctl.phases.prune import PrunePhase
-
         return PrunePhase()
     if name == "archive":
-        from memctl.phases.archive import ArchivePhase
-
         return ArchivePhase()
     raise KeyError(name)

@@ -25,6 +25,7 @@ from memctl.settings import parse_time
 from memctl.store import models as m
 from memctl.store.created import created_note, loggable
 from memctl.store.engine import write
+from memctl.store.values import value_problem
 
 TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example, "memctl_review": m.review}
 REVIEW_TABLE = "memctl_review"
@@ -162,8 +163,6 @@ def _check_mutation(mutation: Mutation) -> None:
         unknown = set(mutation.values) - set(m.note.c.keys())
         if unknown:
             raise ValueError(f"unknown columns {sorted(unknown)}")
-        from memctl.plancheck import value_problem
-
         for name, value in mutation.values.items():
             why = value_problem(m.note.c[name], value, None)
             if why:

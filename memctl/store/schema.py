@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memctl.errors import DatabaseError, SchemaBehindError, UsageError
 from memctl.settings import Settings
+from memctl.store.engine import scrub
 from memctl.store.models import VERSION_TABLE
 
 SQL_DIALECTS = ("sqlite", "postgresql", "mssql")
@@ -142,8 +143,6 @@ def ensure_ready(engine: Engine, settings: Settings) -> None:
         with engine.connect() as conn:
             revision = current_revision(conn, settings.db_schema)
     except sa.exc.DBAPIError as exc:
-        from memctl.store.engine import scrub
-
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
         raise DatabaseError(f"cannot read the schema version of {settings.masked_db_url}: {scrub(reason, settings)}") from None
     if revision == head_revision():

@@ -1,30 +1,5 @@
-"""Export the memory store as JSON Lines, and import such a file all-or-nothing.
-
-One JSON object a line: `"kind"` (company, user, conversation, agent, note_type, note, example, run,
-run_step) and every column under its MemberJunction name. Export streams each table in ID order
-inside one snapshot, so the file is deterministic and its references are consistent; values are
-canonical (lowercase UUIDs, UTC timestamps with microseconds, decimals as numbers), so
-export -> import into an empty store -> export reproduces the file byte for byte.
-
-Import works in two steps. First every line is parsed and validated without touching the database
-(the first bad line raises `InputError("line N: Field: what is wrong")`). Then one write
-transaction checks what needs the store (IDs already present, foreign-key targets) and inserts
-every row in foreign-key-safe order with executemany batches; checking inside the write
-transaction means no concurrent writer can slip a conflicting row in between. Validated rows are
-held in memory (as tuples) between the two steps, so memory grows with the size of the file.
-
-Column rules come from `memctl.store.models` (types, lengths, nullability, server defaults), plus
-the value lists and JSON-text columns of DESIGN.md section 2, so a new column cannot slip through
-unvalidated: an unknown column type fails at import time of this module.
-
-Columns memctl does not model (a MemberJunction database's AuthorType, EmbeddingVectorBinary,
-Company.Description, most of AIAgent's and AIAgentRun's...) are carried too: export reflects each
-table and writes every column it has, the modelled ones first, then the others in the table's
-order, encoded by their reflected type (binary as base64, as MJ's API shows it). Import checks
-such a column against the target's table: one it lacks stops the import naming it (unless told
-to drop unknown columns), a missing NOT NULL one without a default is an error, and an omitted
-one takes the database's default.
-"""
+"""Import, step one: every line parsed and checked against its columns' rules (memctl's models
+and the target's unmodelled columns) without writing anything; the first bad line is an error."""
 
 from __future__ import annotations
 
@@ -35,43 +10,23 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timezone
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import False_, True_
 from sqlalchemy.sql.functions import FunctionElement
 
-from memctl.errors import InputError, UsageError
+from memctl.errors import InputError
 from memctl.store import models
-from memctl.store.engine import write
+from memctl.store.engine import read
 from memctl.store.live import extra_columns, live_table
 from memctl.store.live import self_references as reflected_self_references
-
-KINDS: dict[str, sa.Table] = {
-    "company": models.company,
-    "user": models.user,
-    "conversation": models.conversation,
-    "agent": models.agent,
-    "note_type": models.note_type,
-    "note": models.note,
-    "example": models.example,
-    "run": models.run,
-    "run_step": models.run_step,
-}
-
-# Import inserts parents before the rows that reference them: on a MemberJunction database
-# notes and examples have foreign keys to runs (SourceAIAgentRunID).
-INSERT_ORDER = ("company", "user", "conversation", "agent", "note_type", "run", "run_step", "note", "example")
-
-EXPORT_BATCH = 1000  # rows fetched per round trip while exporting
-INSERT_BATCH = 1000  # rows per executemany while importing
-IN_LIST_CHUNK = 1000  # IDs per IN-list (SQL Server allows ~2,100 parameters a statement)
+from memctl.transfer.kinds import KINDS, SELF_REFERENCES
 
 _INT32 = (-(2**31), 2**31 - 1)
 
@@ -94,157 +49,8 @@ _DECIMAL_BOUNDS: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
 # export of such a store must import again as it was.
 _NON_NEGATIVE = frozenset({"ConsolidationCount"})
 
-# Declared self-references: inserted parents first, and a row may not point at itself.
-_SELF_REFERENCES = {"note": "ConsolidatedIntoNoteID", "run_step": "ParentID"}
-
 # Characters no backend stores in text: PostgreSQL rejects NUL, and UTF-8 has no lone surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-# --- export --------------------------------------------------------------------------------
-
-
-def export_records(engine: Engine, out: TextIO, kinds: Sequence[str] | None = None) -> dict[str, int]:
-    """Write every row of the selected kinds to `out`, one JSON object a line; return rows per kind."""
-    selected = _select_kinds(kinds)
-    counts: dict[str, int] = {}
-    with _snapshot(engine) as conn:
-        for kind in selected:
-            model = KINDS[kind]
-            table = live_table(conn, model)
-            unmodelled = {c.name for c in extra_columns(table, model)}
-            encoders = [(column.name, _extra_encoder(column) if column.name in unmodelled else _encoder(column)) for column in table.columns]
-            stmt = sa.select(table).order_by(_id_order(conn, table))
-            result = conn.execution_options(yield_per=EXPORT_BATCH).execute(stmt)
-            count = 0
-            for rows in result.partitions():
-                out.write("".join(_export_line(kind, encoders, row) for row in rows))
-                count += len(rows)
-            counts[kind] = count
-    return counts
-
-
-def _select_kinds(kinds: Sequence[str] | None) -> list[str]:
-    if kinds is None:
-        return list(KINDS)
-    unknown = [kind for kind in kinds if kind not in KINDS]
-    if unknown:
-        raise UsageError(f"unknown kind {unknown[0]!r}: expected one of {', '.join(KINDS)}")
-    return [kind for kind in KINDS if kind in kinds]
-
-
-@contextmanager
-def _snapshot(engine: Engine) -> Iterator[Connection]:
-    """Open one read transaction that sees a single snapshot of every table.
-
-    SQLite's read transaction already does; PostgreSQL's default READ COMMITTED would let a run
-    step committed between two table reads reference a run the file does not contain.
-    """
-    with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():
-            yield conn
-
-
-def _id_order(conn: Connection, table: sa.Table) -> sa.ColumnElement[Any]:
-    # SQL Server sorts uniqueidentifier by its last byte group first; its text form sorts like
-    # the other backends' UUIDs, so an export orders rows the same way on every backend.
-    if conn.dialect.name == "mssql":
-        return sa.cast(table.c.ID, sa.Unicode(36))
-    return table.c.ID
-
-
-def _export_line(kind: str, encoders: list[tuple[str, Callable[[Any], Any]]], row: sa.Row[Any]) -> str:
-    record: dict[str, Any] = {"kind": kind}
-    for (name, encode), value in zip(encoders, row):
-        record[name] = None if value is None else encode(value)
-    # ASCII-only output: the file is byte-identical whatever encoding the stream uses.
-    return json.dumps(record, separators=(",", ":")) + "\n"
-
-
-def _encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
-    column_type = column.type
-    if isinstance(column_type, models.UTCDateTime):
-        return _encode_timestamp
-    if isinstance(column_type, sa.Uuid):
-        return _encode_uuid
-    if isinstance(column_type, sa.Boolean):
-        return bool
-    if isinstance(column_type, sa.Integer):
-        return int
-    if isinstance(column_type, sa.Numeric):
-        # Decimal(5, 2) values have a shortest float repr equal to their decimal text.
-        return float
-    if isinstance(column_type, sa.String):
-        return str
-    raise TypeError(f"no export rule for {column.table.name}.{column.name} ({column_type!r})")
-
-
-def _extra_encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
-    """Return the JSON encoding of a column memctl does not model, chosen by its reflected type."""
-    column_type = column.type
-    if isinstance(column_type, sa.LargeBinary):
-        return _encode_binary
-    if isinstance(column_type, sa.Uuid):
-        return _encode_uuid
-    if isinstance(column_type, sa.DateTime):
-        return _encode_any_timestamp
-    if isinstance(column_type, sa.Boolean):
-        return bool
-    if isinstance(column_type, sa.Integer):
-        return int
-    if isinstance(column_type, sa.Float):
-        return float
-    if isinstance(column_type, sa.Numeric):
-        return _encode_decimal
-    if isinstance(column_type, sa.String):
-        return str
-    return _encode_value
-
-
-def _encode_binary(value: Any) -> str:
-    return base64.b64encode(bytes(value)).decode("ascii")
-
-
-def _encode_any_timestamp(value: datetime) -> str:
-    # a column without a time zone keeps its naive value; an aware one is written in UTC
-    return value.isoformat(timespec="microseconds") if value.tzinfo is None else _encode_timestamp(value)
-
-
-def _encode_decimal(value: Any) -> Any:
-    """Return a decimal as a JSON number when a float says it exactly, else as its text."""
-    number = Decimal(value) if not isinstance(value, float) else value
-    if isinstance(number, float):
-        return number
-    as_float = float(number)
-    return as_float if math.isfinite(as_float) and Decimal(repr(as_float)) == number else str(number)
-
-
-def _encode_value(value: Any) -> Any:
-    """Encode a value of a type reflection could not name (e.g. SQLite's untyped columns)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return _encode_binary(value)
-    if isinstance(value, datetime):
-        return _encode_any_timestamp(value)
-    if isinstance(value, (date, time)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return _encode_decimal(value)
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-def _encode_uuid(value: Any) -> str:
-    # SQLAlchemy hands back the hyphenated form; only its case varies by backend (SQL Server).
-    if isinstance(value, str) and len(value) == 36:
-        return value.lower()
-    return str(uuid.UUID(str(value)))
-
-
-def _encode_timestamp(value: datetime) -> str:
-    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 # --- import: column rules ------------------------------------------------------------------
@@ -268,7 +74,7 @@ class _ColumnRule:
 
 
 @dataclass(frozen=True)
-class _KindRule:
+class KindRule:
     columns: tuple[_ColumnRule, ...]
     names: tuple[str, ...]
     index: dict[str, int]
@@ -492,14 +298,14 @@ def _default(column: sa.Column[Any]) -> Any:
     raise TypeError(f"no import default for {column.table.name}.{column.name} ({arg!r})")
 
 
-def _kind_rule(table: sa.Table) -> _KindRule:
+def _kind_rule(table: sa.Table) -> KindRule:
     columns = tuple(_ColumnRule(c.name, _value_rule(table, c), bool(c.nullable), _default(c)) for c in table.columns)
     names = tuple(rule.name for rule in columns)
     assert names[0] == "ID"
-    return _KindRule(columns, names, {n: i for i, n in enumerate(names)}, {n.lower(): n for n in names})
+    return KindRule(columns, names, {n: i for i, n in enumerate(names)}, {n.lower(): n for n in names})
 
 
-_RULES: dict[str, _KindRule] = {kind: _kind_rule(table) for kind, table in KINDS.items()}
+RULES: dict[str, KindRule] = {kind: _kind_rule(table) for kind, table in KINDS.items()}
 
 
 _OMIT = object()  # an unmodelled column left out of a line: the database's default applies
@@ -577,7 +383,7 @@ def _extra_rule(column: sa.Column[Any]) -> _ColumnRule:
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     """What the target database has beyond memctl's models: per kind, its unmodelled columns' rules."""
 
     extras: dict[str, dict[str, _ColumnRule]]
@@ -586,16 +392,14 @@ class _Target:
     drop_unknown: bool = False
 
 
-def _target(engine: Engine, drop_unknown: bool) -> _Target:
-    from memctl.store.engine import read
-
+def read_target(engine: Engine, drop_unknown: bool) -> Target:
     extras: dict[str, dict[str, _ColumnRule]] = {}
     self_references: dict[str, list[str]] = {}
     with read(engine) as conn:
         for kind, model in KINDS.items():
             extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
             self_references[kind] = [column for column in reflected_self_references(conn, model) if column in extras[kind]]
-    return _Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
+    return Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
 
 
 # --- import: reading and validating lines --------------------------------------------------
@@ -607,7 +411,7 @@ class _FieldError(Exception):
 
 
 @dataclass
-class _Rows:
+class Rows:
     """The validated rows of one kind, in file order, with the line each came from."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
@@ -660,15 +464,15 @@ def _parse(text: str) -> dict[str, Any]:
     return record
 
 
-def _validate(record: dict[str, Any], now: datetime, target: _Target) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+def _validate(record: dict[str, Any], now: datetime, target: Target) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """Return (kind, row in column order, unmodelled columns) for one parsed line, or raise _FieldError."""
     if "kind" not in record:
         raise _FieldError("kind", "missing")
     kind = record.pop("kind")
-    if not isinstance(kind, str) or kind not in _RULES:
+    if not isinstance(kind, str) or kind not in RULES:
         shown = _show(kind) if isinstance(kind, str) else _json_type(kind)
         raise _FieldError("kind", f"unknown kind {shown}, expected one of {', '.join(KINDS)}")
-    rule = _RULES[kind]
+    rule = RULES[kind]
     unmodelled = target.extras[kind]
     extras: dict[str, Any] = {}
     for key in list(record):
@@ -715,15 +519,15 @@ def _validate(record: dict[str, Any], now: datetime, target: _Target) -> tuple[s
             row.append(str(uuid.uuid4()))
         else:
             row.append(column.default)
-    reference = _SELF_REFERENCES.get(kind)
+    reference = SELF_REFERENCES.get(kind)
     if reference and row[rule.index[reference]] == row[0]:
         raise _FieldError(reference, "a row cannot point at itself")
     return kind, tuple(row), extras
 
 
-def _read(source: TextIO | str | os.PathLike[str], now: datetime, target: _Target) -> dict[str, _Rows]:
+def read_records(source: TextIO | str | os.PathLike[str], now: datetime, target: Target) -> dict[str, Rows]:
     """Parse and validate every line; raise InputError at the first bad one."""
-    batch = {kind: _Rows() for kind in KINDS}
+    batch = {kind: Rows() for kind in KINDS}
     for number, text in _lines(source):
         if not text.strip():
             continue
@@ -740,127 +544,3 @@ def _read(source: TextIO | str | os.PathLike[str], now: datetime, target: _Targe
         rows.extras.append(extras)
         rows.lines.append(number)
     return batch
-
-
-# --- import: checks against the store, order, write ----------------------------------------
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _present(conn: Connection, table: sa.Table, ids: Iterable[str]) -> set[str]:
-    """Return which of `ids` exist in `table`: one query per chunk of IN_LIST_CHUNK IDs."""
-    wanted = sorted(set(ids))
-    found: set[str] = set()
-    for chunk in _chunks(wanted, IN_LIST_CHUNK):
-        result = conn.execute(sa.select(table.c.ID).where(table.c.ID.in_(chunk)))
-        found.update(str(uuid.UUID(str(value))) for value in result.scalars())
-    return found
-
-
-def _references(
-    conn: Connection, rows: _Rows, column: str, rule: _KindRule, target_kind: str, batch: dict[str, _Rows], errors: list[tuple[int, str]]
-) -> None:
-    """Record an error for each row whose `column` names a row in neither the file nor the store."""
-    position = rule.index[column]
-    in_file = batch[target_kind].line_of
-    outside = {row[position] for row in rows.rows if row[position] is not None and row[position] not in in_file}
-    if not outside:
-        return
-    missing = outside - _present(conn, KINDS[target_kind], outside)
-    for row, line in zip(rows.rows, rows.lines):
-        if row[position] in missing:
-            errors.append((line, f"{column}: {target_kind} {row[position]} is neither in the file nor in the store"))
-
-
-def _parents_first(rows: _Rows, parents: Sequence[Any], column: str, errors: list[tuple[int, str]]) -> list[int]:
-    """Return row indexes ordered so that a row's parent (`parents[i]`, when in the file) comes before it."""
-    unseen, on_path = -1, -2
-    index = {row[0]: i for i, row in enumerate(rows.rows)}
-    depth = [unseen] * len(rows.rows)
-    for start in range(len(rows.rows)):
-        path: list[int] = []
-        current: int | None = start
-        while current is not None and depth[current] < 0:
-            if depth[current] == on_path:
-                lines = [rows.lines[i] for i in path[path.index(current) :]]
-                chain = " -> ".join(f"line {line}" for line in lines + lines[:1])
-                errors.append((min(lines), f"{column}: rows point at each other in a cycle ({chain})"))
-                break
-            depth[current] = on_path
-            path.append(current)
-            parent = parents[current]
-            current = index.get(parent) if parent is not None else None
-        base = depth[current] if current is not None and depth[current] >= 0 else -1
-        for i in reversed(path):
-            base += 1
-            depth[i] = base
-    return sorted(range(len(rows.rows)), key=depth.__getitem__)
-
-
-def _check_and_order(conn: Connection, batch: dict[str, _Rows], target: _Target) -> dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]]:
-    """Check the file against the store; return the rows to insert per kind, in insert order."""
-    errors: list[tuple[int, str]] = []
-    skipped: set[int] = set()
-    for kind, rows in batch.items():
-        if not rows.rows:
-            continue
-        for existing in sorted(_present(conn, KINDS[kind], rows.line_of)):
-            line = rows.line_of[existing]
-            if kind == "agent" and existing == models.MEMCTL_AGENT_ID:
-                skipped.add(line)  # the store's own memctl agent: keep the one it has
-            else:
-                errors.append((line, f"ID: {kind} {existing} already exists in the store"))
-    _references(conn, batch["note"], "ConsolidatedIntoNoteID", _RULES["note"], "note", batch, errors)
-    _references(conn, batch["run_step"], "AgentRunID", _RULES["run_step"], "run", batch, errors)
-    _references(conn, batch["run_step"], "ParentID", _RULES["run_step"], "run_step", batch, errors)
-    ordered: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
-    for kind, rows in batch.items():
-        reference = _SELF_REFERENCES.get(kind)
-        if reference:
-            position = _RULES[kind].index[reference]
-            order = _parents_first(rows, [row[position] for row in rows.rows], reference, errors)
-        elif target.self_references.get(kind):
-            # a self-reference of the target memctl does not model (MJ's AIAgent.ParentID, AIAgentRun.ParentRunID)
-            reference = target.self_references[kind][0]
-            order = _parents_first(rows, [extras.get(reference) for extras in rows.extras], reference, errors)
-        else:
-            order = range(len(rows.rows))
-        ordered[kind] = [(rows.rows[i], rows.extras[i]) for i in order if rows.lines[i] not in skipped]
-    if errors:
-        line, message = min(errors)
-        raise InputError(f"line {line}: {message}")
-    return ordered
-
-
-def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now: datetime, drop_unknown_columns: bool = False) -> dict[str, int]:
-    """Import a JSON Lines file all-or-nothing; return the rows inserted per kind.
-
-    A missing ID gets a new uuid4; missing columns take the models' defaults, and missing
-    __mj_CreatedAt / __mj_UpdatedAt take `now`. The memctl system agent row is skipped when the
-    store already has it (it is not counted); any other ID already in the store is an error.
-    Columns memctl does not model go to the target's columns of that name: a column the target
-    lacks is an error naming it, or, with `drop_unknown_columns`, left out.
-    """
-    if now.tzinfo is None:
-        raise ValueError("now must be a timezone-aware datetime")
-    target = _target(engine, drop_unknown_columns)
-    batch = _read(source, now.astimezone(timezone.utc), target)
-    try:
-        with write(engine) as conn:
-            ordered = _check_and_order(conn, batch, target)
-            for kind in INSERT_ORDER:
-                table, names = live_table(conn, KINDS[kind]), _RULES[kind].names
-                for chunk in _chunks(ordered[kind], INSERT_BATCH):
-                    # one executemany per set of unmodelled columns given (an omitted one takes its default)
-                    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-                    for row, extras in chunk:
-                        by_columns.setdefault(tuple(extras), []).append({**dict(zip(names, row)), **extras})
-                    for params in by_columns.values():
-                        conn.execute(table.insert(), params)
-    except sa.exc.IntegrityError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-        raise InputError(f"the database refused the file, nothing was imported: {reason}") from None
-    return {kind: len(ordered[kind]) for kind in KINDS}

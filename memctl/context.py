@@ -1,0 +1,83 @@
+"""The context a maintenance run plans in: the store, the settings, the clock, the scope it
+works on, how it reports progress, and the services (judge, embedder...) it builds once.
+
+The phases plan in it, and so do the helpers below them that read the store for a phase
+(vectors, settled partitions, reviews): it lives under the phases so that those need not
+reach up into them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Optional, Protocol
+
+from sqlalchemy.engine import Engine
+
+from memctl.settings import Settings
+from memctl.stopping import Deadline
+
+
+class Reporter(Protocol):
+    """Progress reporting; the CLI passes a rich one, tests and cron a silent one."""
+
+    def start(self, label: str, total: Optional[int] = None) -> None: ...
+
+    def advance(self, amount: int = 1) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def log(self, message: str) -> None: ...
+
+
+class NullReporter:
+    """Reports nothing."""
+
+    def start(self, label: str, total: Optional[int] = None) -> None:
+        return None
+
+    def advance(self, amount: int = 1) -> None:
+        return None
+
+    def finish(self) -> None:
+        return None
+
+    def log(self, message: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which part of the store an invocation works on."""
+
+    agent_id: Optional[str] = None
+    shard: Optional[tuple[int, int]] = None
+
+    def lock_name(self) -> str:
+        return "maintenance" if self.shard is None else f"maintenance:shard {self.shard[0]}/{self.shard[1]}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent_id, "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None}
+
+
+@dataclass
+class PhaseContext:
+    """Everything a phase needs to plan: the store, settings, the clock and its scope."""
+
+    engine: Engine
+    settings: Settings
+    now: datetime
+    scope: Scope = field(default_factory=Scope)
+    reporter: Reporter = field(default_factory=NullReporter)
+    last_maintenance_at: Optional[datetime] = None
+    #: a dry-run writes nothing at all, not even memctl's own caches
+    dry_run: bool = False
+    services: dict[str, Any] = field(default_factory=dict)
+    #: the run's deadline (the pipeline sets it from run_deadline_seconds)
+    deadline: Deadline = field(default_factory=Deadline.unbounded)
+
+    def service(self, name: str, factory: Callable[[], Any]) -> Any:
+        """Return a lazily built shared service (judge, embedder...)."""
+        if name not in self.services:
+            self.services[name] = factory()
+        return self.services[name]

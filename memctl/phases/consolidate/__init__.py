@@ -1,0 +1,394 @@
+"""Phase 1, consolidate related notes (DESIGN 3 and 4.1, seed US1, FR-010..016).
+
+The phase only plans; the pipeline applies. Candidates are the Active, auto-generated notes
+that are neither Protected nor Immutable. Inside each partition (the exact scope tuple, never
+across scopes) they are clustered by cosine similarity, and each cluster is one question to the
+judge. A valid "yes" becomes one atomic unit: insert the synthesised note with the partition's
+scope (copied from a member row, so it can never be seen by anyone who could not see its
+sources) and revoke the sources into it. A "no" is cached and the cluster left alone; an
+invalid reply (bad IDs, unknown type, too long, relative dates left, a copy of an input note or
+of the prompt's example, a merge that drops a source's sentence) is unusable: it is not cached,
+the cluster is left as it is, the child step says why, and the question is paused
+(memctl/phases/asking.py).
+
+A merged fact stays one note (issue 29). A synthesis with the text of one of its sources
+(`memctl.text.tokens.same_text_key`) writes no note: that source stands and the others are revoked
+into it (unit "standing"), so a fact re-worded night after night keeps one ID, one vector and
+one history instead of a chain of copies. Exact copies in one partition are joined the same
+way before any cluster is formed, whatever the cluster minimum and without a model (unit
+"copies"). The note that stands is credited with the accesses of those it absorbs ("credit";
+`standing_unit` says what a Protected or Immutable one gets), and the units planned after it
+see it as credited, their guards included. No reply field names the note that stands: the
+reply's text is compared, so the decision never rests on an ID a model might confuse.
+
+Nested scopes: the only move across partitions is absorption. A user-level note whose broader
+counterpart (same agent, no user, every other scope dimension equal or NULL) already states
+every fact of it is revoked into that broader note. Nothing is copied upward and the broader
+note is never written: a `check` mutation makes the unit apply only while it is unchanged.
+Candidates for absorption are found by one blocked matrix product per narrower partition
+against the broader notes it may fall into, keeping only the best match of each note.
+
+A partition that needed nothing (every cluster declined, every absorption check answered "no"),
+unchanged since along with the broader partitions it meets, is skipped (`memctl/settled.py`).
+Vectors are read only for the partitions actually planned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import replace
+from functools import partial
+from itertools import chain
+from typing import Any, Optional, Sequence
+
+from memctl.blas import single_thread
+from memctl.context import PhaseContext, Scope
+from memctl.llm.base import Judge
+from memctl.llm.factory import make_compute_embedder, make_judge
+from memctl.phases.asking import ask_again_output, ask_again_text, no_usable_answer
+from memctl.phases.base import Overlay
+from memctl.phases.common import plural
+from memctl.phases.consolidate.absorption import (
+    AbsorptionCase,
+    absorb_unit,
+    absorption_candidates,
+    ask_absorptions,
+    is_approved,
+    standing_absorptions,
+    standing_candidates,
+)
+from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_cases
+from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
+from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
+from memctl.phases.consolidate.synthesis import ask_clusters
+from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
+from memctl.plan import PhasePlan, Unit
+from memctl.records import NoteRecord, PartitionKey, broader_keys
+from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
+from memctl.similarity import partition_key
+from memctl.store import models as m
+from memctl.text.decide import NoteText
+from memctl.vectors import VectorIndex, VectorStats, close_ahead, decode_ahead
+
+NAME = "consolidate"
+STEP_NAME = "Consolidate Related Notes"
+#: stored vectors are decoded ahead (`decode_ahead`) only when at most this share of partitions
+#: was left settled by the last run (a first run, --replan, a store changed nearly everywhere):
+#: then nearly every vector is needed, by this phase or the next
+AHEAD_BELOW = 0.1
+
+
+class ConsolidatePhase:
+    """Merge clusters of similar notes into one note each; absorb user notes a broader note covers."""
+
+    name = NAME
+    step_name = STEP_NAME
+
+    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
+        marks = marks_for(ctx, NAME, ["consolidate", "absorb"])
+        try:
+            with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
+                plan = self._plan(ctx, overlay, marks)
+        except BaseException:
+            ctx.services.pop(SNAPSHOT, None)
+            close_ahead(ctx)  # the next phase reads the notes again
+            raise
+        snapshot = ctx.services.get(SNAPSHOT)
+        if plan.units and (ctx.dry_run or snapshot is None):  # the contradictions phase reads the store again
+            ctx.services.pop(SNAPSHOT, None)
+        elif plan.units:  # it reads again only the notes these units name, once they are applied
+            touched = frozenset(mu.record_id.lower() for unit in plan.units for mu in unit.mutations if mu.table == TABLE)
+            ctx.services[SNAPSHOT] = replace(snapshot, touched=touched)
+        if marks is not None:
+            marks.save_share()
+        return plan
+
+    def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
+        settings = ctx.settings
+        # When most partitions were settled after the last run, read vectors only for the ones
+        # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
+        settled = marks.settled_share() if marks is not None else 0.0
+        lazy = settled >= MOSTLY_SETTLED  # marks.mostly_settled(), without reading the share twice
+        notes = load_notes(ctx, overlay, vectors=not lazy)
+        ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
+        if settled < AHEAD_BELOW:  # nearly every partition to plan: a helper decodes while this phase groups the notes
+            decode_ahead(ctx, notes)
+        candidates = [n for n in notes if consolidatable(n)]
+        groups = by_partition(candidates)
+        cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
+
+        # Absorption targets: every Active note without a user, whatever its tier. With --shard
+        # the broader partition may belong to another shard; it is only read (and guarded).
+        pool = [n for n in notes if n.user_id is None]
+        if ctx.scope.shard is not None and settings.absorb:
+            unsharded = replace(ctx, scope=Scope(agent_id=ctx.scope.agent_id))
+            known = {n.id for n in pool}
+            pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None), vectors=not lazy) if n.id not in known]
+        broader = by_partition(sorted(pool, key=order_key))
+        eligible: dict[PartitionKey, list[PartitionKey]] = {}
+        if settings.absorb:
+            for key in groups:
+                found = [b for b in broader_keys(key) if b in broader]
+                if found:
+                    eligible[key] = found
+        # A merged note stands for its fact: a later wording of it in its partition is asked about
+        # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum
+        standing_keys = [k for k, members in groups.items() if settings.absorb and len(members) > 1 and any(n.consolidation_count for n in members)]
+
+        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
+        mark_of: dict[PartitionKey, str] = {}
+        if marks is not None:
+            moment = ctx.now.timestamp()
+            broad_digest = {
+                b: notes_digest(broader[b], lambda n: expiry(n) <= moment)  # an expired broader note absorbs nothing
+                for b in set(chain.from_iterable(eligible.values()))
+            }
+            for key in set(cluster_keys) | set(eligible) | set(standing_keys):
+                around = sorted([json.dumps(list(b), default=str), broad_digest[b]] for b in eligible.get(key, []))
+                mark_of[key] = marks.key(notes_digest(groups[key]), around)
+            settled = marks.settled(mark_of.values())
+            skipped = {key for key, mark in mark_of.items() if mark in settled}
+            cluster_keys = [k for k in cluster_keys if k not in skipped]
+            eligible = {k: v for k, v in eligible.items() if k not in skipped}
+            standing_keys = [k for k in standing_keys if k not in skipped]
+        else:
+            skipped = set()
+
+        # Active notes of one partition with the same text are one note, whatever the cluster
+        # minimum: found by text alone (no model), in every partition of the scope; in the
+        # partitions planned this run, wordings that differ only in punctuation, case and filler too
+        active = by_partition(notes)
+        copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
+        planned = set(cluster_keys) | set(eligible) | set(standing_keys)
+        texts: dict[str, NoteText] = {}
+
+        plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
+        if not cluster_keys and not eligible and not copy_keys and not standing_keys:
+            plan.outcome = "no items"
+            plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
+            if skipped:
+                plan.message = f"{plural(len(candidates), 'candidate note')}, {plural(len(skipped), 'partition')} unchanged since found settled, nothing else to do"
+            plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0, "partitionsSettled": len(skipped)}
+            plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
+            return plan
+
+        index: VectorIndex = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+        stats_before = index.stats
+        # A cluster partition is read whole: a candidate contested by any Active note of it (Protected
+        # and manual ones too) is left to the contradiction phase (see `contested_notes`).
+        needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
+        needed.update({k: active[k] for k in copy_keys})  # read whole, for `contested_notes`
+        needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
+        for key in set(chain.from_iterable(eligible.values())):
+            needed[key] = broader[key]  # every Active note there (a superset of its candidates)
+        if lazy:
+            needed = with_vectors(ctx, needed)
+            loaded = {n.id: n for members in needed.values() for n in members}
+            for mapping in (groups, broader):
+                for key in needed.keys() & mapping.keys():
+                    mapping[key] = [loaded.get(n.id, n) for n in mapping[key]]
+        vectors = index.partitions(needed)
+
+        reference_date = utc(ctx.now).date().isoformat()
+        built: list[Judge] = []
+
+        def get_judge() -> Judge:
+            # built on first use: a store with nothing to ask never needs a working LLM configuration
+            if not built:
+                built.append(ctx.service("judge", lambda: make_judge(settings)))
+            return built[0]
+
+        tally = Tally()
+        copy_units, copied = plan_copies(index, copy_keys, vectors, texts, EXACT_COPY)
+        # Later units are planned on the notes as the earlier ones leave them: a standing note's
+        # guard then shows the AccessCount it will have when they apply.
+        changes = credited(copy_units)
+        gone = {n_id for unit in copy_units for n_id in revoked_ids(unit)}
+        for key in cluster_keys:
+            groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
+        cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
+        cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes)
+        if cases:
+            ask_clusters(ctx, get_judge(), cases, tally)
+        cluster_units = [case.unit for case in cases if case.unit is not None]
+        revoked = gone | {n_id for unit in cluster_units for n_id in revoked_ids(unit)}
+        changes.update(credited(cluster_units))
+        # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
+        # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are
+        touched = {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
+        leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
+        wordings = {k: found for k, found in ((k, copy_groups(m, partial(wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
+        if wordings:
+            more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS)
+            copy_units, copied = copy_units + more, copied | more_copied
+            revoked |= {n_id for unit in more for n_id in revoked_ids(unit)}
+            changes.update(credited(more))
+        for mapping in (groups, broader):
+            for key in mapping:
+                mapping[key] = [as_after(changes, n) for n in mapping[key]]
+
+        absorptions: list[AbsorptionCase] = []
+        found_absorptions: list[AbsorptionCase] = []
+        deferred = 0
+        if eligible:
+            found_absorptions = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
+        if standing_keys:
+            taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in found_absorptions}
+            taken |= {n.id for c in cases for n in c.notes}
+            found_absorptions += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
+        if found_absorptions:
+            found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+            absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
+        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally)]
+        absorb_units = [absorb_unit(case) for case in approved if not case.standing] + standing_absorptions(
+            [case for case in approved if case.standing]
+        )
+        if marks is not None:
+            newly = _settled_now(mark_of, skipped, [*cluster_keys, *standing_keys], eligible, cases, found_absorptions, absorptions, absorb_units, copied)
+            marks.record([mark_of[k] for k in newly])
+
+        plan.units = copy_units + cluster_units + absorb_units
+        plan.children = [child_step(case) for case in cases]
+        thresholds = {model: index.thresholds(model)[0] for model in sorted({v.model for v in vectors.values()})}
+        plan.input = {
+            "candidateNotes": len(candidates),
+            "partitions": len(groups),
+            "clusters": len(cases),
+            "thresholds": thresholds,
+            "clusterSize": [settings.cluster_min_size, settings.cluster_max_size],
+            "embedder": index.compute.name,
+            "judge": built[0].model if built else None,
+            "absorb": settings.absorb,
+            "partitionsSettled": len(skipped),
+        }
+        stats = index.stats
+        used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
+        absorbed = sum(len(revoked_ids(u)) for u in absorb_units)
+        plan.output = _output(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
+        if not cases and not absorptions and not copy_units:
+            plan.outcome = "no items"
+        out = plan.output
+        plan.message = (
+            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, "
+            + (f"{out['clustersIntoStanding']} into a standing note, " if out["clustersIntoStanding"] else "")
+            + f"{out['clustersDeclined']} declined, {out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
+            + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
+            + "; "
+            + (f"{copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
+            + f"{plural(absorbed, 'note')} to absorb"
+            + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
+            + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
+            + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
+            + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
+            + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
+        )
+        if tally.apart_reasons:
+            out["keptApartReasons"] = tally.apart_reasons[:10]
+        if tally.veto_reasons:
+            out["absorptionVetoReasons"] = tally.veto_reasons
+        failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
+        if failed:
+            # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
+            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
+                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
+            )
+            plan.outcome = "failed"
+            counts = f"{plural(out['clustersInvalid'], 'cluster')} invalid, {out['clustersFailed']} failed"
+            if failed == "unreachable":
+                plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
+            else:
+                plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
+        return plan
+
+
+def _settled_now(
+    mark_of: dict[PartitionKey, str],
+    skipped: set[PartitionKey],
+    cluster_keys: Sequence[PartitionKey],
+    eligible: dict[PartitionKey, list[PartitionKey]],
+    cases: Sequence[ClusterCase],
+    found: Sequence[AbsorptionCase],
+    asked: Sequence[AbsorptionCase],
+    absorb_units: Sequence[Unit],
+    copied: set[PartitionKey],
+) -> list[PartitionKey]:
+    """Return the partitions planned this run that need nothing, every question answered.
+
+    A partition qualifies when every cluster of it was declined by a valid (cached) verdict,
+    and, for a user partition, every cluster of its broader partitions too (their consolidation
+    decides which broader notes it is compared with), and every absorption check of its notes
+    was answered (none failed, none left for a later run) and absorbs nothing, and no exact
+    copies of it are to be joined (`copied`).
+    """
+    verdicts: dict[PartitionKey, set[str]] = defaultdict(set)
+    for case in cases:
+        verdicts[case.key].add(case.verdict)
+    answered = {id(c) for c in asked if c.answer is not None and c.answer.reply is not None}
+    absorbed = {n_id for u in absorb_units for n_id in revoked_ids(u)}
+    blocked: set[PartitionKey] = set(copied)
+    for case in found:
+        key = partition_key(case.narrower)
+        if id(case) not in answered or case.narrower.id in absorbed:
+            blocked.add(key)
+
+    def quiet(key: PartitionKey) -> bool:
+        return verdicts.get(key, {"declined"}) == {"declined"}
+
+    planned = set(cluster_keys) | set(eligible)
+    return sorted(
+        (k for k in planned if k in mark_of and k not in skipped and k not in blocked and quiet(k) and all(quiet(b) for b in eligible.get(k, []))),
+        key=json.dumps,
+    )
+
+
+def _output(
+    tally: Tally,
+    vectors: VectorStats,
+    cases: Sequence[ClusterCase],
+    checked: int,
+    deferred: int,
+    absorbed: int,
+    copy_units: Sequence[Unit] = (),
+) -> dict[str, Any]:
+    verdicts = ("consolidated", "standing", "declined", "invalid", "failed", "paused")
+    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in verdicts}
+    into_standing = sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None and c.verdict == "standing")
+    copies = sum(len(revoked_ids(u)) for u in copy_units)
+    out = {
+        "clustersFound": len(cases),
+        "clustersConsolidated": counts["consolidated"],
+        "clustersIntoStanding": counts["standing"],
+        "clustersDeclined": counts["declined"],
+        "clustersInvalid": counts["invalid"],
+        "clustersFailed": counts["failed"],
+        "clustersPaused": counts["paused"],
+        # every note a merge revokes: into a new note, into a standing note, or as an exact copy
+        "notesRevoked": sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None) + copies,
+        "notesCreated": counts["consolidated"],
+        "notesAbsorbedIntoStanding": into_standing,
+        "copyGroups": len(copy_units),
+        "copiesAbsorbed": copies,
+        "clustersSplit": tally.clusters_split,
+        "notesKeptApart": tally.kept_apart,
+        "absorptionsChecked": checked,
+        "absorptionsDeferred": deferred,
+        "notesAbsorbed": absorbed,
+        "absorptionsVetoed": tally.absorptions_vetoed,
+        "llmCalls": tally.calls,
+        "questionsAsked": tally.asked,
+        "failedReplies": tally.failed,
+        "unusableReplies": tally.unusable,
+        "questionsPaused": tally.paused,
+        "cacheHits": tally.cache_hits,
+        "promptTokens": tally.prompt_tokens,
+        "completionTokens": tally.completion_tokens,
+        "tokens": tally.prompt_tokens + tally.completion_tokens,
+        "vectorsStored": vectors.stored,
+        "vectorsCached": vectors.cached,
+        "vectorsComputed": vectors.computed,
+        **tally.client,
+    }
+    if tally.ask_again:
+        out["askAgainAt"] = ask_again_output(tally.ask_again)
+    return out

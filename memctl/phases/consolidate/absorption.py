@@ -1,0 +1,265 @@
+"""Absorption: a user-level note a broader note states whole, or a later wording of a merged
+note's fact, is revoked into that note once the judge says so and hard evidence does not gainsay it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from memctl.context import PhaseContext
+from memctl.llm.base import Judge, JudgeResult
+from memctl.llm.copies import outside_vet
+from memctl.llm.questions import question_data
+from memctl.llm.replies import AbsorptionReply
+from memctl.phases.asking import Answer, Question, ask_all, reply_check, triage
+from memctl.phases.common import plural
+from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, seen, standing_unit
+from memctl.phases.contradictions import pair_budget
+from memctl.phases.notes import note_guard, order_key
+from memctl.plan import Mutation, Unit
+from memctl.records import NoteRecord, PartitionKey
+from memctl.text.decide import NoteText, absorption_veto
+from memctl.vectors import PartitionVectors, VectorIndex
+
+#: rows per side of one block of the absorption matrix product
+BLOCK = 1024
+
+
+@dataclass
+class AbsorptionCase:
+    narrower: NoteRecord
+    broader: NoteRecord
+    similarity: float
+    question: Question
+    answer: Optional[Answer] = None
+    #: the broader note is a merged note of the narrower one's own partition (a standing note)
+    standing: bool = False
+
+
+def best_cover(
+    narrow: np.ndarray, broad: np.ndarray, threshold: float, narrow_expiry: np.ndarray, broad_expiry: np.ndarray, block: int = BLOCK
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per row of `narrow`, the index of its most similar row of `broad` and that cosine.
+
+    Only pairs with cosine >= threshold whose broad row lives at least as long as the narrow
+    one (expiry as timestamps, inf for never) count; rows without one get index -1. Both sides
+    are unit rows. Blocks of rows against blocks of columns keep memory at block x block floats;
+    ties go to the lower column index.
+    """
+    n = len(narrow)
+    best = np.full(n, -1, dtype=np.int64)
+    sims = np.full(n, -np.inf, dtype=np.float32)
+    t = np.float32(threshold)
+    for r0 in range(0, n, block):
+        r1 = min(n, r0 + block)
+        for c0 in range(0, len(broad), block):
+            c1 = min(len(broad), c0 + block)
+            s = narrow[r0:r1] @ broad[c0:c1].T
+            s = np.where(broad_expiry[None, c0:c1] >= narrow_expiry[r0:r1, None], s, -np.inf).astype(np.float32)
+            j = np.argmax(s, axis=1)
+            v = s[np.arange(r1 - r0), j]
+            better = (v >= t) & (v > sims[r0:r1])
+            best[r0:r1][better] = j[better] + c0
+            sims[r0:r1][better] = v[better]
+    return best, sims
+
+
+def absorption_candidates(
+    ctx: PhaseContext,
+    index: VectorIndex,
+    groups: dict[PartitionKey, list[NoteRecord]],
+    broader: dict[PartitionKey, list[NoteRecord]],
+    eligible: dict[PartitionKey, list[PartitionKey]],
+    vectors: dict[PartitionKey, PartitionVectors],
+    revoked: set[str],
+    get_judge: JudgeGetter,
+) -> list[AbsorptionCase]:
+    now = ctx.now.timestamp()
+    rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
+    # User partitions with the same broader partitions (typically every user of a company)
+    # share one matrix of broader vectors.
+    by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]] = defaultdict(list)
+    for key, targets in eligible.items():
+        by_targets[tuple(targets)].append(key)
+    # Each broader partition's live notes (not revoked, not expired), their rows and expiries,
+    # prepared once: an agent-wide partition is a target of every user partition of the agent.
+    # A group's wide side is its targets' notes in order_key order (by a rank shared by all).
+    live = {b: [n for n in broader[b] if n.id not in revoked and expiry(n) > now] for b in set(chain.from_iterable(by_targets))}
+    rank = {n.id: i for i, n in enumerate(sorted(chain.from_iterable(live.values()), key=order_key))}
+    prepared: dict[PartitionKey, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def side(b: PartitionKey) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return (ranks, vector rows, expiries) of broader partition b's live notes."""
+        if b not in prepared:
+            notes = live[b]
+            prepared[b] = (
+                np.array([rank[n.id] for n in notes], dtype=np.int64),
+                vectors[b].vectors[np.array([rows[b][n.id] for n in notes], dtype=np.int64)],
+                np.array([expiry(n) for n in notes], dtype=np.float64),
+            )
+        return prepared[b]
+
+    found: list[AbsorptionCase] = []
+    for targets, keys in by_targets.items():
+        narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
+        if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
+            continue
+        models = {vectors[k].model for k in chain(keys, targets)}
+        vector_of: Callable[[str], np.ndarray]
+        if len(models) == 1:
+            model = models.pop()
+            # the same rows np.vstack of each note's row would give, in the same order
+            ranks, matrices, expiries = zip(*(side(t) for t in targets))
+            order = np.argsort(np.concatenate(ranks), kind="stable")
+            notes_in = list(chain.from_iterable(live[t] for t in targets))
+            wide = [notes_in[i] for i in order.tolist()]
+            b, b_expiry = np.concatenate(matrices)[order], np.concatenate(expiries)[order]
+            vector_of = partial(_partition_row, vectors, rows, {n.id: k for k in keys for n in vectors[k].notes})
+        else:  # the partitions disagree on the model: compare both sides in the compute embedder's
+            model = index.compute.name
+            wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
+            vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
+            b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([expiry(n) for n in wide])
+        threshold = index.thresholds(model)[0]
+        for narrow in narrow_by_key.values():
+            if not narrow:
+                continue
+            a = np.vstack([vector_of(n.id) for n in narrow])
+            best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), b_expiry)
+            for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+                if j >= 0:
+                    found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
+    return found
+
+
+def standing_candidates(
+    index: VectorIndex,
+    groups: dict[PartitionKey, list[NoteRecord]],
+    keys: Sequence[PartitionKey],
+    vectors: dict[PartitionKey, PartitionVectors],
+    taken: set[str],
+    get_judge: JudgeGetter,
+) -> list[AbsorptionCase]:
+    """Return the absorption checks of notes into a merged note of their own partition.
+
+    A merged note (ConsolidationCount > 0) that no unit of this run touches stands for its
+    fact; each other note of the partition that no unit touches and that is as similar to it
+    as a cluster's members are is asked about: does the merged note state every fact of it?
+    A "yes" revokes the note into the merged one, so a fact merged once stays one note when
+    new wordings of it arrive one or two at a time (below the cluster minimum).
+    """
+    found: list[AbsorptionCase] = []
+    for key in keys:
+        pv = vectors.get(key)
+        if pv is None:
+            continue
+        rows = {n.id: i for i, n in enumerate(pv.notes)}
+        free = [n for n in groups[key] if n.id not in taken and n.id in rows]
+        stand = sorted((n for n in free if n.consolidation_count), key=order_key)
+        narrow = [n for n in free if not n.consolidation_count]
+        if not stand or not narrow:
+            continue
+        threshold = index.thresholds(pv.model)[0]
+        b = pv.vectors[np.array([rows[n.id] for n in stand], dtype=np.int64)]
+        a = pv.vectors[np.array([rows[n.id] for n in narrow], dtype=np.int64)]
+        best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), np.array([expiry(n) for n in stand]))
+        for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+            if j >= 0:
+                found.append(_absorption_case(get_judge, stand[j], note, float(sim), standing=True))
+    return found
+
+
+def ask_absorptions(ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
+    """Ask the absorption questions: every cached or paused one, and at most the judge's pair budget of new ones."""
+    questions = [c.question for c in found]
+    sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, lambda q, r: None))
+    chosen = [found[i] for i in sorted([*sorted_out.cached, *sorted_out.paused, *sorted_out.fresh[: pair_budget(ctx, judge)]])]
+    answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)
+    tally.add(stats)
+    for case, answer in zip(chosen, answers, strict=True):
+        case.answer = answer
+    return chosen, len(found) - len(chosen)
+
+
+def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteText], tally: Tally) -> bool:
+    """Say whether the judge answered "covered" with enough confidence and hard evidence does not gainsay it."""
+    reply = case.answer.reply if case.answer else None
+    if not isinstance(reply, AbsorptionReply) or not reply.isCovered or reply.confidence < ctx.settings.confidence_floor:
+        return False
+    # the judge's "yes" is checked against hard evidence: a number, ID, e-mail, URL or date of the
+    # narrower note the broader one lacks, or another named subject, is a fact the "yes" would lose
+    veto = absorption_veto(analysed(texts, case.broader), analysed(texts, case.narrower))
+    if veto is not None:
+        tally.absorptions_vetoed += 1
+        if len(tally.veto_reasons) < 10:
+            tally.veto_reasons.append(f"{case.narrower.id} into {case.broader.id}: {veto}")
+        return False
+    return True
+
+
+def absorb_unit(case: AbsorptionCase) -> Unit:
+    """Return the unit that revokes a narrower note into the broader one, which is only guarded ("check")."""
+    narrower, broader = case.narrower, case.broader
+    reason = _absorb_reason(case, "broader note states every fact")
+    return Unit(
+        kind="absorb",
+        key=f"absorb:{narrower.id}",
+        reason=f"Absorbed into broader note {broader.id}: {reason}",
+        mutations=(
+            Mutation(
+                TABLE, narrower.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": broader.id},
+                comment=f"Absorbed into broader note {broader.id}: {reason}", guard=note_guard(narrower),
+            ),
+            Mutation(TABLE, broader.id, "check", {}, guard=note_guard(broader)),
+        ),
+        detail={"broader": broader.id, "similarity": round(case.similarity, 4)},
+    )
+
+
+def _absorb_reason(case: AbsorptionCase, default: str) -> str:
+    reply = case.answer.reply if case.answer else None
+    return one_line(getattr(reply, "reason", "")) or default
+
+
+def standing_absorptions(cases: Sequence[AbsorptionCase]) -> list[Unit]:
+    """Return one unit per merged note that absorbs later wordings of its fact: it stays, credited
+    with their accesses as a merge would have credited it (`standing_unit`), and they are revoked into it."""
+    by_note: dict[str, list[AbsorptionCase]] = defaultdict(list)
+    for case in cases:
+        by_note[case.broader.id].append(case)
+    units = []
+    for found in by_note.values():
+        stay, others = found[0].broader, [c.narrower for c in found]
+        reason = _absorb_reason(found[0], "the merged note states every fact")
+        shown = ", ".join(n.id for n in others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        units.append(standing_unit(
+            "absorb", f"absorb:{stay.id}", stay, others,
+            f"Absorbed {plural(len(others), 'later wording')} of this note ({shown}): {reason}",
+            f"Absorbed into the merged note {stay.id}: {reason}",
+            {"standing": stay.id, "absorbed": len(others), "similarity": round(max(c.similarity for c in found), 4)},
+        ))
+    return units
+
+
+def _absorption_case(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord, similarity: float, standing: bool = False) -> AbsorptionCase:
+    """Return the check whether `broader` states every fact of `narrower`, as a question to the judge."""
+    inputs = {"broader": seen(broader), "narrower": seen(narrower)}
+    question = Question(
+        "absorb", inputs, partial(_ask_absorption, get_judge, broader, narrower), item=question_data("absorb", (broader, narrower)),
+        vet=outside_vet([(broader.id, broader.note), (narrower.id, narrower.note)], "pair"),
+    )
+    return AbsorptionCase(narrower, broader, similarity, question, standing=standing)
+
+
+def _ask_absorption(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
+    return get_judge().absorption(broader, narrower)
+
+
+def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[PartitionKey, dict[str, int]], home: dict[str, PartitionKey], note_id: str) -> np.ndarray:
+    key = home[note_id]
+    return vectors[key].vectors[rows[key][note_id]]

@@ -1,0 +1,137 @@
+"""Clusters of similar notes in one partition, each one question to the judge, and the child step
+that shows what became of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Optional, Sequence
+
+from memctl.context import PhaseContext
+from memctl.llm.base import JudgeResult
+from memctl.llm.budget import split_to_fit
+from memctl.llm.copies import outside_vet
+from memctl.llm.offline_merge import order_notes
+from memctl.llm.questions import question_data
+from memctl.phases.asking import Answer, Question
+from memctl.phases.common import plural
+from memctl.phases.consolidate.rules import JudgeGetter, Tally, analysed, as_after, contested_notes, one_line, seen, short_key
+from memctl.phases.notes import order_key
+from memctl.plan import ChildStep, Unit
+from memctl.records import NoteRecord, PartitionKey
+from memctl.similarity import clusters
+from memctl.text.decide import NoteText, compatible_groups
+from memctl.vectors import PartitionVectors, VectorIndex
+
+CHILD_STEP = "Process Consolidation Cluster"
+
+
+@dataclass
+class ClusterCase:
+    """One cluster, the question it is, and what became of it."""
+
+    key: PartitionKey
+    notes: list[NoteRecord]
+    model: str
+    question: Question
+    answer: Optional[Answer] = None
+    #: consolidated | declined | invalid (an unusable reply) | failed (no reply) | paused (not asked)
+    verdict: str = "failed"
+    why: str = ""
+    unit: Optional[Unit] = None
+
+
+def cluster_cases(
+    ctx: PhaseContext,
+    index: VectorIndex,
+    groups: dict[PartitionKey, list[NoteRecord]],
+    keys: Sequence[PartitionKey],
+    vectors: dict[PartitionKey, PartitionVectors],
+    get_judge: JudgeGetter,
+    reference_date: str,
+    tally: Tally,
+    texts: dict[str, NoteText],
+    changes: dict[str, dict[str, Any]],
+) -> list[ClusterCase]:
+    settings = ctx.settings
+    cases = []
+    for key in keys:
+        pv = vectors[key]
+        wanted = {n.id for n in groups[key]}
+        rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
+        members = [as_after(changes, pv.notes[i]) for i in rows]
+        threshold = index.thresholds(pv.model)[0]
+        found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
+        if not found:
+            continue
+        clustered = {members[i].id for cluster in found for i in cluster}
+        # With a model, the model decides: only hard evidence (numbers, IDs, e-mails, URLs,
+        # subject names) keeps notes out of its question, and its synthesis is verified after.
+        # Offline, the rules keep apart what they cannot merge, and leave a note that holds a
+        # conflicting value with another note of the partition to the contradiction phase.
+        model = not getattr(get_judge(), "rules", False)
+        contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
+        for cluster in found:
+            free = [members[i] for i in cluster if members[i].id not in contested]
+            # greedy from the newest note: the current wording seeds the group it keeps
+            split, reasons = compatible_groups(order_notes(free), partial(analysed, texts), model=model)
+            kept = [group for group in split if len(group) >= settings.cluster_min_size]
+            apart = len(cluster) - sum(len(group) for group in kept)
+            tally.kept_apart += apart
+            tally.clusters_split += apart > 0
+            if apart:
+                held = [contested[members[i].id] for i in cluster if members[i].id in contested]
+                why = reasons[0] if reasons else f"{plural(len(held), 'note')} left to the contradiction phase: {held[0]}"
+                tally.apart_reasons.append(one_line(why))
+            for group in kept:
+                for cluster_notes in _fitting(get_judge, sorted(group, key=order_key), reference_date, settings):
+                    # The reference date is left out of the cache key on purpose: an unchanged cluster
+                    # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                    inputs = {"notes": [seen(n) for n in cluster_notes]}
+                    question = Question(
+                        "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),
+                        item=question_data("consolidate", cluster_notes), shared=reference_date, group=repr(key),
+                        vet=outside_vet([(n.id, n.note) for n in cluster_notes], "cluster"),
+                    )
+                    cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+    return cases
+
+
+def _fitting(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str, settings: Any) -> list[list[NoteRecord]]:
+    """Return the cluster, or its parts when the whole would not fit the LLM's context window.
+
+    A cluster no part of which fits stays whole: the judge then answers it with the reason,
+    without a request, and the child step shows it.
+    """
+    if settings.llm_context_tokens is None:
+        return [notes]
+    fits = getattr(get_judge(), "consolidation_fits", None)
+    if fits is None:
+        return [notes]
+    return split_to_fit(notes, lambda part: fits(part, reference_date), settings.cluster_min_size) or [notes]
+
+
+def _ask_consolidation(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str) -> JudgeResult:
+    return get_judge().consolidate(notes, reference_date)
+
+
+def child_step(case: ClusterCase) -> ChildStep:
+    answer = case.answer
+    failed = case.verdict in ("invalid", "failed")  # a paused cluster was not asked: nothing failed
+    return ChildStep(
+        name=CHILD_STEP,
+        step_type="Prompt",
+        input={"clusterSize": len(case.notes), "noteIds": [n.id for n in case.notes], "partition": short_key(case.key)},
+        output={
+            "verdict": case.verdict,
+            "newNoteId": case.unit.mutations[0].record_id if case.unit is not None and case.verdict == "consolidated" else None,
+            **({"standingNoteId": case.unit.detail["standing"]} if case.unit is not None and case.verdict == "standing" else {}),
+            "reason": case.why,
+            "tokens": answer.usage.total if answer else 0,
+            "cached": bool(answer and answer.cached),
+            "llmCalls": answer.calls if answer else 0,
+        },
+        success=not failed,
+        error=case.why if failed else None,
+        unit_key=case.unit.key if case.unit is not None else None,
+    )

@@ -1,0 +1,242 @@
+"""What every part of the consolidate phase shares: what the judge is shown of a note, which
+note may be revoked into which, which note stands for a fact and what it is credited with, and
+the offline reading of a note's text."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any, Callable, Optional, Sequence
+
+from memctl.llm.base import Judge
+from memctl.llm.replies import NOTE_TYPES
+from memctl.phases.asking import AskStats
+from memctl.phases.notes import consolidatable, note_guard
+from memctl.plan import Mutation, Unit, jsonable
+from memctl.records import TIERS, NoteRecord, PartitionKey
+from memctl.similarity import pairs, stable_hash
+from memctl.store import models as m
+from memctl.store.changes import to_db_values
+from memctl.temporal import normalise
+from memctl.text.decide import NoteText, conflict
+from memctl.text.tokens import same_text_key
+from memctl.vectors import PartitionVectors
+
+TABLE = "AIAgentNote"
+#: a judge's reason is untrusted text that lands in Comments: one line, bounded
+REASON_CHARS = 500
+
+JudgeGetter = Callable[[], Judge]
+
+
+def utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def seen(note: NoteRecord) -> dict[str, Any]:
+    """Return what the judge is shown of `note`: the identity of a question in the verdict cache."""
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": note.note,
+        "createdAt": utc(note.created_at).date().isoformat(),
+        "accessCount": note.access_count,
+    }
+
+
+def one_line(text: str, limit: int = REASON_CHARS) -> str:
+    """Return untrusted text as one bounded line (it goes into Comments and run steps)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def short_key(key: PartitionKey) -> str:
+    """Return a short, stable, non-identifying name for a partition (run steps show it)."""
+    return f"{stable_hash(key):016x}"[:12]
+
+
+def canonical_type(value: str) -> Optional[str]:
+    """Return the allowed note type `value` names (case-insensitively), or None."""
+    wanted = value.strip().lower()
+    return next((t for t in NOTE_TYPES if t.lower() == wanted), None)
+
+
+def strongest_tier(sources: Sequence[NoteRecord]) -> str:
+    """Return the strongest ProtectionTier of `sources`: a merge never weakens a note's protection."""
+    return max((n.protection_tier if n.protection_tier in TIERS else "Standard" for n in sources), key=TIERS.index)
+
+
+def _tier_rank(note: NoteRecord) -> int:
+    return TIERS.index(note.protection_tier if note.protection_tier in TIERS else "Standard")
+
+
+def outlives(stay: NoteRecord, other: NoteRecord) -> bool:
+    """Return whether `other` may be revoked into `stay`: `stay` lives at least as long and is protected at least as strongly.
+
+    A merge never shortens a fact's life or weakens its protection: a new note inherits the
+    latest expiry and the strongest tier of its sources; a standing note keeps its own.
+    """
+    return expiry(stay) >= expiry(other) and _tier_rank(stay) >= _tier_rank(other)
+
+
+def standing_order(note: NoteRecord, newest_first: bool = False) -> tuple:
+    """Return the order in which notes of one fact are preferred as the one that stays.
+
+    A note memctl may not revoke first (it stays whatever happens), then a note merged before
+    (ConsolidationCount > 0: every note memctl writes has one, so SourceAIAgentRunID adds
+    nothing), then the most accessed, then the oldest (its ID is the one applications know
+    longest), then by ID. With `newest_first`, the newest comes right after the notes memctl
+    may not revoke: the date the authority rule reads is then the fact's latest statement.
+    """
+    created = utc(note.created_at).timestamp()
+    if newest_first:
+        return (consolidatable(note), -created, note.consolidation_count == 0, -note.access_count, note.id)
+    return (consolidatable(note), note.consolidation_count == 0, -note.access_count, created, note.id)
+
+
+def standing_source(sources: Sequence[NoteRecord], content: str) -> Optional[NoteRecord]:
+    """Return the source that already states a synthesis `content` (the same text), or None.
+
+    Only a source every other source may be revoked into (`outlives`) qualifies; of several,
+    the first in `standing_order`.
+    """
+    key = same_text_key(content)
+    same = [n for n in sources if key and same_text_key(n.note) == key]
+    fit = [n for n in same if all(outlives(n, other) for other in sources if other is not n)]
+    return min(fit, key=standing_order) if fit else None
+
+
+def standing_unit(
+    kind: str, key: str, stay: NoteRecord, others: Sequence[NoteRecord], kept: str, revoked: str, detail: dict[str, Any]
+) -> Unit:
+    """Return the unit that revokes `others` into `stay`, which stays Active with its ID, dates and vector.
+
+    `stay` gets the Comments line `kept` and, where memctl may write it, the access figures of
+    the notes it absorbs (AccessCount added, LastAccessedAt the latest: the "credit" action),
+    as a new note would have had them. A Protected note is only annotated; an Immutable one is
+    never written, only guarded ("check"). Each revoked note gets the Comments line `revoked`.
+    """
+    if stay.protection_tier == "Immutable":
+        keep = Mutation(TABLE, stay.id, "check", {}, guard=note_guard(stay))
+    elif stay.protection_tier == "Protected":
+        keep = Mutation(TABLE, stay.id, "annotate", {}, comment=kept, guard=note_guard(stay))
+    else:
+        accessed = [n.last_accessed_at for n in (stay, *others) if n.last_accessed_at is not None]
+        values = {
+            "AccessCount": stay.access_count + sum(n.access_count for n in others),
+            "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
+        }
+        keep = Mutation(TABLE, stay.id, "credit", values, comment=kept, guard=note_guard(stay))
+    revokes = tuple(
+        Mutation(TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": stay.id}, comment=revoked, guard=note_guard(n))
+        for n in others
+    )
+    return Unit(kind=kind, key=key, reason=kept, mutations=(keep, *revokes), detail=detail)
+
+
+def credited(units: Sequence[Unit]) -> dict[str, dict[str, Any]]:
+    """Return, per note the units credit, the NoteRecord fields it has once they are applied."""
+    out: dict[str, dict[str, Any]] = {}
+    for unit in units:
+        for mutation in unit.mutations:
+            if mutation.action == "credit":
+                values = to_db_values(m.note, mutation.values)
+                out[mutation.record_id] = {
+                    "access_count": values["AccessCount"], "last_accessed_at": values["LastAccessedAt"], "stored_access_count": None,
+                }
+    return out
+
+
+def as_after(changes: dict[str, dict[str, Any]], note: NoteRecord) -> NoteRecord:
+    """Return `note` as the planned units leave it (`credited`)."""
+    return replace(note, **changes[note.id]) if note.id in changes else note
+
+
+def fact_date(sources: Sequence[NoteRecord]) -> datetime:
+    """Return the date a consolidated note's facts come from: its newest source's CreatedAt."""
+    return max(utc(n.created_at) for n in sources)
+
+
+def inherited_importance(sources: Sequence[NoteRecord]) -> Optional[float]:
+    """Return the ImportanceScore of a note consolidated from `sources`: the highest of theirs.
+
+    MJ's Memory Manager creates a consolidated note without one and scores every Active note
+    later (0-10; its contradiction rule protects pairs scoring 7 or more, its decay reads a
+    missing score as 5). memctl does not score, so the merged note keeps its most important
+    source's score rather than falling back to 5; none when no source has one, as in MJ.
+    """
+    scores = [n.importance_score for n in sources if n.importance_score is not None]
+    return max(scores) if scores else None
+
+
+def expiry(note: NoteRecord) -> float:
+    return math.inf if note.expires_at is None else utc(note.expires_at).timestamp()
+
+
+def analysed(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
+    """Return the analysed text of `note` (relative dates made absolute against its created date), memoised."""
+    if note.id not in texts:
+        texts[note.id] = NoteText(note.note, partial(normalise, reference=note.created_at))
+    return texts[note.id]
+
+
+def contested_notes(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> dict[str, str]:
+    """Return the clustered notes that hold a conflicting value with an Active note of their partition (offline), with why.
+
+    Only conflicts the authority rule may settle count (an unsure one goes to review either way).
+    Such a note is not consolidated this run: the contradiction phase settles the pair with the
+    notes' own dates, access counts and protection, which a merged note would change (its
+    AccessCount is the sum of its sources). Only pairs at cosine >= `threshold` (the lower of the
+    two phase thresholds) are read, in blocks.
+    """
+    contested: dict[str, str] = {}
+    notes = pv.notes
+    for i, j, _ in pairs(pv.vectors, threshold):
+        a, b = notes[i], notes[j]
+        if (a.id in clustered or b.id in clustered) and not {a.id, b.id} <= contested.keys():
+            found = conflict(analysed(texts, a), analysed(texts, b))
+            if found is not None and found.certain:  # an unsure one goes to review whether merged or not
+                for note in (a, b):
+                    contested.setdefault(note.id, found.reason)
+    return {note_id: why for note_id, why in contested.items() if note_id in clustered}
+
+
+def revoked_ids(unit: Unit) -> list[str]:
+    return [mu.record_id for mu in unit.mutations if mu.action == "revoke"]
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    cache_hits: int = 0
+    asked: int = 0
+    failed: int = 0
+    unusable: int = 0
+    paused: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: notes of a cluster left out of its merge: another subject, a conflicting value, contested
+    kept_apart: int = 0
+    clusters_split: int = 0
+    apart_reasons: list[str] = field(default_factory=list)
+    #: absorption "yes" answers dropped on hard evidence (`absorption_veto`)
+    absorptions_vetoed: int = 0
+    veto_reasons: list[str] = field(default_factory=list)
+    client: dict[str, int] = field(default_factory=dict)
+    ask_again: dict[datetime, int] = field(default_factory=dict)
+
+    def add(self, stats: AskStats) -> None:
+        self.asked += stats.asked
+        self.failed += stats.failed
+        self.unusable += stats.unusable
+        self.paused += stats.paused
+        for when, count in stats.ask_again.items():
+            self.ask_again[when] = self.ask_again.get(when, 0) + count
+        self.calls += stats.calls
+        self.cache_hits += stats.cached
+        self.prompt_tokens += stats.usage.prompt_tokens
+        self.completion_tokens += stats.usage.completion_tokens
+        for key, value in stats.client.items():
+            self.client[key] = self.client.get(key, 0) + value

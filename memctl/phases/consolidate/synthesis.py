@@ -1,0 +1,239 @@
+"""The judge's merged note for a cluster: checked against its sources, then written as a new
+note or, when a source already says it, as that standing note absorbing the others."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import replace
+from typing import Any, Optional
+
+from memctl.authority import authority
+from memctl.context import PhaseContext
+from memctl.embed.stored import encode_vector
+from memctl.llm.base import Judge
+from memctl.llm.copies import copied_note
+from memctl.llm.replies import ConsolidationReply
+from memctl.phases.asking import Question, ask_all
+from memctl.phases.common import plural
+from memctl.phases.consolidate.clusters import ClusterCase
+from memctl.phases.consolidate.rules import (
+    TABLE,
+    Tally,
+    analysed,
+    canonical_type,
+    fact_date,
+    inherited_importance,
+    one_line,
+    short_key,
+    standing_source,
+    standing_unit,
+    strongest_tier,
+)
+from memctl.phases.notes import note_guard
+from memctl.phases.safety import merge_loses
+from memctl.plan import Mutation, Unit, jsonable
+from memctl.records import NoteRecord
+from memctl.temporal import find_relative
+from memctl.text.decide import NoteText, synthesis_problem
+from memctl.vectors import VectorIndex
+
+#: namespace of the IDs of consolidated notes (uuid5 of sources, content and run time)
+NOTE_ID_NAMESPACE = uuid.UUID("5d0c3c52-1f43-4a8e-9a57-636f6e736f6c")
+
+
+def consolidation_problem(
+    question: Question, reply: ConsolidationReply, max_chars: int, records: Optional[dict[str, NoteRecord]] = None, model: bool = False
+) -> Optional[str]:
+    """Return why a consolidation reply must not be acted on, or None when it is valid.
+
+    Besides its form (IDs of the cluster, a type, a length, no relative dates), the merged note is
+    verified by the decision layer (`synthesis_problem`): no source's number, ID, e-mail or URL
+    lost or invented, no two values of one slot, and, where two sources hold a certain conflict,
+    the value the authority rule keeps (`records`, the cluster's notes by ID, give their dates and
+    access counts; `model`: a model wrote it, so only certain conflicts count).
+    """
+    if not reply.shouldConsolidate:
+        return None
+    proposed = reply.consolidatedNote
+    if proposed is None:
+        return "shouldConsolidate is true but consolidatedNote is missing"
+    content = proposed.content.strip()
+    if not content:
+        return "the consolidated note is empty"
+    copied = copied_note(content, question.inputs["notes"])
+    if copied:
+        return copied
+    if len(content) > max_chars:
+        return f"the consolidated note has {len(content)} characters, over the cap of {max_chars}"
+    allowed = {n["id"] for n in question.inputs["notes"]}
+    ids = [i.strip().lower() for i in reply.sourceNoteIds]
+    outside = [i for i in ids if i not in allowed]
+    if outside:
+        return f"sourceNoteIds names {plural(len(outside), 'note')} outside the cluster: {one_line(', '.join(outside), 120)}"
+    if len(set(ids)) != len(ids):
+        return "sourceNoteIds lists a note more than once"
+    if len(ids) < 2:
+        return "sourceNoteIds must name at least 2 notes of the cluster"
+    relative = find_relative(content)
+    if relative:
+        return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
+    chosen = [n for n in question.inputs["notes"] if n["id"] in ids]
+    found = [records.get(n["id"]) for n in chosen] if records is not None else []
+    if records is not None and all(found):
+        notes = [n for n in found if n is not None]
+        sources = [analysed({}, n) for n in notes]
+
+        def rule(i: int, j: int) -> Optional[int]:
+            decided = authority(notes[i], notes[j])
+            return None if decided is None else (i if decided.winner is notes[i] else j)
+
+        return synthesis_problem(content, sources, model=model, authority=rule)
+    return synthesis_problem(content, [NoteText(n["content"]) for n in chosen], model=model)
+
+
+def ask_clusters(ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
+    case_of = {id(c.question): c for c in cases}
+    model = not getattr(judge, "rules", False)
+    answers, stats = ask_all(
+        ctx, judge, [c.question for c in cases], ConsolidationReply,
+        lambda q, r: _problem(ctx, case_of[id(q)], r, model),  # type: ignore[arg-type]
+    )  # fmt: skip
+    tally.add(stats)
+    for case, answer in zip(cases, answers, strict=True):
+        case.answer = answer
+        _judge_case(ctx, case)
+    _attach_vectors(ctx, [c for c in cases if c.verdict == "consolidated"])
+
+
+def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
+    """Return why a consolidation reply cannot be used (checked as it arrives, and again when read from the cache)."""
+    records = {n.id: n for n in case.notes}
+    problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model)
+    if problem or not reply.shouldConsolidate or not ctx.settings.consolidate_keep_every_sentence:
+        return problem
+    assert reply.consolidatedNote is not None
+    chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+    lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
+    if lost:
+        return f"the merged note drops {plural(len(lost), 'sentence')} of its sources, first: {one_line(lost[0], 160)!r}"
+    return None
+
+
+def _judge_case(ctx: PhaseContext, case: ClusterCase) -> None:
+    answer = case.answer
+    assert answer is not None
+    reply = answer.reply
+    if reply is None:
+        case.verdict = "paused" if answer.paused is not None else "invalid" if answer.unusable else "failed"
+        case.why = answer.error or "no reply"
+        return
+    # every reply, fresh or cached, passed `_problem` in ask_all
+    assert isinstance(reply, ConsolidationReply)
+    if not reply.shouldConsolidate:
+        case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
+        return
+    assert reply.consolidatedNote is not None
+    floor = ctx.settings.confidence_floor
+    if reply.consolidatedNote.confidence < floor:
+        case.verdict = "declined"
+        case.why = f"confidence {reply.consolidatedNote.confidence:g} is below the floor {floor:g}: {one_line(reply.reason)}"
+        return
+    case.verdict, case.why = "consolidated", one_line(reply.reason) or "consolidated"
+    chosen = {i.strip().lower() for i in reply.sourceNoteIds}
+    sources = [n for n in case.notes if n.id in chosen]  # oldest first
+    stay = standing_source(sources, reply.consolidatedNote.content)
+    if stay is None:
+        case.unit = _cluster_unit(ctx, case, reply, sources)
+        return
+    # the synthesis is what `stay` says already: it absorbs the others, no copy of it is written
+    case.verdict = "standing"
+    others = [n for n in sources if n is not stay]
+    ids = sorted(n.id for n in sources)
+    key = "standing:" + hashlib.sha256(",".join(ids).encode()).hexdigest()[:16]
+    case.unit = standing_unit(
+        "standing", key, stay, others,
+        f"Absorbed {plural(len(others), 'note')} of the same fact ({', '.join(n.id for n in others)}): {case.why}",
+        f"Consolidated into note {stay.id}, which states the same: {case.why}",
+        {"partition": short_key(case.key), "clusterSize": len(case.notes), "sources": len(sources), "standing": stay.id},
+    )
+
+
+def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, sources: list[NoteRecord]) -> Unit:
+    assert reply.consolidatedNote is not None
+    by_id = {n.id: n for n in case.notes}
+    ids = [n.id for n in sources]
+    content = reply.consolidatedNote.content.strip()
+    now = ctx.now
+    new_id = str(uuid.uuid5(NOTE_ID_NAMESPACE, json.dumps([sorted(ids), content, now.isoformat()], ensure_ascii=False)))
+    scope = by_id[ids[0]]  # the stored spelling of the partition's scope
+    accessed = [n.last_accessed_at for n in sources if n.last_accessed_at is not None]
+    expiries = [n.expires_at for n in sources]
+    reason = case.why
+    values: dict[str, Any] = {
+        "ID": new_id,
+        "AgentID": scope.agent_id,
+        "CompanyID": scope.company_id,
+        "UserID": scope.user_id,
+        "PrimaryScopeEntityID": scope.primary_scope_entity_id,
+        "PrimaryScopeRecordID": scope.primary_scope_record_id,
+        "SecondaryScopes": scope.secondary_scopes,
+        "Type": canonical_type(reply.consolidatedNote.type),
+        "Note": content,
+        "IsAutoGenerated": True,
+        "Status": "Active",
+        "ProtectionTier": strongest_tier(sources),
+        "AccessCount": sum(n.access_count for n in sources),
+        "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
+        "ExpiresAt": jsonable(max(expiries)) if all(e is not None for e in expiries) else None,  # type: ignore[type-var]
+        "ConsolidationCount": max(n.consolidation_count for n in sources) + 1,
+        "DerivedFromNoteIDs": json.dumps(ids),
+        "ImportanceScore": inherited_importance(sources),
+        # the fact date: the authority rule reads __mj_CreatedAt, so the note is as old as its
+        # newest source, never as young as the merge (DESIGN 4: consolidation cannot change a verdict)
+        "__mj_CreatedAt": jsonable(fact_date(sources)),
+        "__mj_UpdatedAt": jsonable(now),
+    }
+    insert = Mutation(TABLE, new_id, "insert", values, comment=f"Consolidated from {len(sources)} notes: {reason}")
+    revokes = tuple(
+        Mutation(
+            TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": new_id},
+            comment=f"Consolidated into note {new_id}: {reason}", guard=note_guard(n),
+        )
+        for n in sources
+    )
+    key = "cluster:" + hashlib.sha256(",".join(sorted(ids)).encode()).hexdigest()[:16]
+    return Unit(
+        kind="cluster", key=key, reason=f"Consolidated from {len(sources)} notes: {reason}", mutations=(insert, *revokes),
+        detail={"partition": short_key(case.key), "clusterSize": len(case.notes), "sources": len(sources)},
+    )
+
+
+def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> None:
+    """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model.
+
+    In a partition of stored vectors of another model, the new note gets a derived vector of
+    that model instead (in memctl's cache only), so the partition stays on one model.
+    """
+    settings = ctx.settings
+    if not cases:
+        return
+    index: VectorIndex = ctx.services["vectors"]
+    for case in cases:
+        if settings.embed_provider == "stored" and case.model == index.trusted and case.unit is not None:
+            insert = case.unit.mutations[0]
+            sources = {mu.record_id for mu in case.unit.mutations[1:]}
+            index.derive(insert.record_id, insert.values["Note"], [n for n in case.notes if n.id in sources])
+    if not settings.embed_model_id or settings.embed_provider == "stored":
+        return
+    compute_models = {index.compute.name, settings.embed_model_id}
+    chosen = [c for c in cases if c.model in compute_models]
+    if not chosen:
+        return
+    embedded = index.compute.embed([c.unit.mutations[0].values["Note"] for c in chosen])  # type: ignore[union-attr]
+    for case, vector in zip(chosen, embedded, strict=True):
+        assert case.unit is not None
+        insert = case.unit.mutations[0]
+        values = {**insert.values, "EmbeddingVector": encode_vector(vector), "EmbeddingModelID": settings.embed_model_id}
+        case.unit = replace(case.unit, mutations=(replace(insert, values=values), *case.unit.mutations[1:]))
