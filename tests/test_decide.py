@@ -247,3 +247,16 @@ def test_a_model_is_not_asked_to_merge_notes_that_each_name_what_the_other_does_
     assert kept_apart("Die Lieferung vom 02.09.2024 war unvollständig.", "Die Lieferung vom 09.02.2024 war unvollständig.")
     sources = [NoteText("Ticket #4821 is about SSO."), NoteText("Ticket #4821 is about webhooks.")]
     assert synthesis_problem("Ticket #4821 is about SSO. Ticket #4821 is about webhooks.", sources, model=True)
+
+
+def test_a_german_common_noun_is_not_a_name_but_a_name_of_several_words_is() -> None:
+    """German writes every noun with a capital: "Passwort" / "Kennwort" are two words for one thing."""
+    assert analyse("Das Passwort für das VPN läuft alle 90 Tage ab.").names == frozenset()
+    assert {"lorenz"} <= analyse("Frau Lorenz sucht eine Wohnung mit Aufzug.").names
+    assert {"müller", "bau"} <= analyse("Die Müller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen.").names
+    assert analyse("The Customer prefers email.").names == {"customer"}  # English: no change
+    kept_apart = incompatibility(NoteText("Das Passwort für das VPN läuft alle 90 Tage ab."),
+                                 NoteText("Das Kennwort für das VPN läuft alle 90 Tage ab."), model=True)
+    assert kept_apart is None  # the model decides
+    assert incompatibility(NoteText("Die Müller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."),
+                           NoteText("Die Möller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."), model=True)

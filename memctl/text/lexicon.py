@@ -466,6 +466,11 @@ _FREE_LATIN = {lang: frozenset(e.words[0] for e in _compile(FREE_BY_LANGUAGE[lan
 _FREE_ELSEWHERE = FREE_WORDS - frozenset().union(*_FREE_LATIN.values())
 
 
+def language_markers(language: str) -> frozenset[str]:
+    """Return the function words that show a sentence is in `language` (en, de, es, fr)."""
+    return _MARKERS[language]
+
+
 @lru_cache(maxsize=65536)
 def free_words(words: tuple[str, ...]) -> frozenset[str]:
     """Return the words a wording of this sentence may swap freely (`FREE_BY_LANGUAGE`): those of the

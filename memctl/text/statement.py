@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Optional, Sequence
 
 from memctl.text import lexicon
-from memctl.text.tokens import CHAR, WORD, Token, ascii_digits, is_caseless, normal, sentences, tokens
+from memctl.text.tokens import CHAR, NUMBER, WORD, Token, ascii_digits, is_caseless, normal, sentences, tokens
 
 NOT = "<not>"
 
@@ -154,6 +154,39 @@ def body(text: str) -> str:
     return text
 
 
+#: what stands before a German common noun: articles, determiners, possessives, prepositions joined to an article
+_GERMAN_DETERMINERS = frozenset("""der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner keines
+    im am zum zur vom beim ins ans mein meine meinen meinem meiner sein seine seinen seinem seiner ihr ihre ihren ihrem ihrer
+    unser unsere unseren unserem unserer dieser diese dieses diesem diesen jeder jede jedes jeden jedem alle allen""".split())
+#: titles that stand before a name and are not one
+_GERMAN_TITLES = frozenset({"herr", "herrn", "frau"})
+_GERMAN_ADJECTIVE_ENDING = re.compile(r"[^\W\d_]{2,}(?:e|en|er|es|em)$")
+
+
+def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
+    """Return the positions of the capitalised words of a German sentence that are common nouns, not
+    names: German writes every noun with a capital, so "Die Lieferung" / "Die Zustellung" are two
+    words for one thing, not two subjects. A noun is a title ("Frau", "Herrn") or stands after an
+    article, a determiner, a number or a small-letter adjective ("eine kurze Zusammenfassung", "90 Tage"); "Frau Lorenz",
+    "Die Müller Bau GmbH", "der Kunde Meier", "mit Anna" keep their name. Other languages: none."""
+    words = [t.norm for t in toks]
+    if not (lexicon.language_markers("de") & set(words)):
+        return frozenset()
+    out = set()
+    for i, t in enumerate(toks):
+        if not t.capital or t.kind != WORD:
+            continue
+        before = toks[i - 1] if i else None
+        after = toks[i + 1] if i + 1 < len(toks) else None
+        if after is not None and after.capital and t.norm not in _GERMAN_TITLES:
+            continue  # a name of several words: "Die Müller Bau GmbH", "der Kunde Meier"
+        if t.norm in _GERMAN_TITLES or (before is not None and (
+                (before.kind == WORD and before.norm in _GERMAN_DETERMINERS) or before.kind == NUMBER
+                or (before.kind == WORD and not before.capital and _GERMAN_ADJECTIVE_ENDING.fullmatch(before.norm)))):
+            out.add(i)
+    return frozenset(out)
+
+
 @lru_cache(maxsize=131072)
 def analyse(text: str) -> Sentence:
     """Read one sentence (see the module docstring)."""
@@ -226,7 +259,8 @@ def analyse(text: str) -> Sentence:
     hard = frozenset(hard_seq)
     words = tuple(w for w in signed if w != NOT)
     first = next((t for t in toks if t.kind in (WORD, CHAR)), None)
-    names = frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital and t is not first)
+    nouns = german_nouns(toks)
+    names = frozenset(stem(t.norm.replace("'", "")) for i, t in enumerate(toks) if t.capital and t is not first and i not in nouns)
     capitals = frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital)
     opener = None
     if first is not None and first.capital:
