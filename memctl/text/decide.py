@@ -60,7 +60,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text.compare import COMPLEMENTARY, CONFLICT, DIFFERENT, ELABORATION, SAME, Decision, compare, inflection, opening_hard
-from memctl.text.statement import Sentence, analyse, covers, split_sentences
+from memctl.text.statement import Sentence, analyse, covers, german_nouns, split_sentences
 from memctl.text.tokens import CHAR, WORD, same_text_key, tokens
 
 T = TypeVar("T")
@@ -72,12 +72,15 @@ T = TypeVar("T")
 @lru_cache(maxsize=65536)
 def _piece_names(piece: str) -> frozenset[str]:
     """Return the words of one sentence that read as names: a Titlecase word after the first ("Ana",
-    not "EU"), and a word in another script than the sentence's ("ppetrov" in Russian, "Slack" in Japanese)."""
-    words = [t for t in tokens(piece) if t.kind in (WORD, CHAR)]
-    scripts = [_script(t.text) for t in words]
+    not "EU", not a German common noun), and a word in another script than the sentence's ("ppetrov"
+    in Russian, "Slack" in Japanese)."""
+    toks = tokens(piece)
+    nouns = german_nouns(toks)
+    words = [(j, t) for j, t in enumerate(toks) if t.kind in (WORD, CHAR)]
+    scripts = [_script(t.text) for _, t in words]
     main = max(set(scripts), key=scripts.count) if scripts else None
-    return frozenset(t.norm for i, (t, script) in enumerate(zip(words, scripts))
-                     if (t.capital and i > 0 and not t.text.isupper()) or (t.kind == WORD and script != main))
+    return frozenset(t.norm for i, ((j, t), script) in enumerate(zip(words, scripts))
+                     if (t.capital and i > 0 and not t.text.isupper() and j not in nouns) or (t.kind == WORD and script != main))
 
 
 def _numbers(note: NoteText) -> frozenset[str]:
