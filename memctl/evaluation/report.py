@@ -86,14 +86,21 @@ class ConsolidationResult:
             "checks": self.checks(),
             "embedder": self.embedder,
             "threshold": self.threshold,
-            "llmCalls": self.llm_calls,
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "tokens": self.prompt_tokens + self.completion_tokens,
-            "cacheHits": self.cache_hits,
-            "seconds": round(self.seconds, 3),
-            "error": self.error,
+            **_cost(self),
         }
+
+
+def _cost(result: "ConsolidationResult | ContradictionResult") -> dict[str, Any]:
+    """What a measurement cost and how it ended, as both results report it."""
+    return {
+        "llmCalls": result.llm_calls,
+        "promptTokens": result.prompt_tokens,
+        "completionTokens": result.completion_tokens,
+        "tokens": result.prompt_tokens + result.completion_tokens,
+        "cacheHits": result.cache_hits,
+        "seconds": round(result.seconds, 3),
+        "error": result.error,
+    }
 
 
 @dataclass
@@ -206,13 +213,7 @@ class ContradictionResult:
             "pairing": self.pairing(),
             "falsePositives": self.examples("fp"),
             "falseNegatives": self.examples("fn"),
-            "llmCalls": self.llm_calls,
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "tokens": self.prompt_tokens + self.completion_tokens,
-            "cacheHits": self.cache_hits,
-            "seconds": round(self.seconds, 3),
-            "error": self.error,
+            **_cost(self),
         }
 
 
