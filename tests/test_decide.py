@@ -260,3 +260,10 @@ def test_a_german_common_noun_is_not_a_name_but_a_name_of_several_words_is() -> 
     assert kept_apart is None  # the model decides
     assert incompatibility(NoteText("Die Müller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."),
                            NoteText("Die Möller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."), model=True)
+
+
+def test_an_address_in_any_script_is_one_email_token() -> None:
+    """A note about "jürgen.müller@bäckerei.de" names one address, compared whole, as "a.b@x.io" does."""
+    for text, address in (("Rechnungen an jürgen.müller@bäckerei.de senden.", "jürgen.müller@bäckerei.de"),
+                          ("请把发票寄到 李雷@例子.中国 。", "李雷@例子.中国"), ("Send invoices to a.b@x.io.", "a.b@x.io")):
+        assert [t.text for t in tokens(text) if t.kind == "email"] == [address]

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
+_FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
 # JSON-schema keywords kept in a strict schema: what OpenAI's structured outputs and the common
 # local servers (vLLM, llama.cpp, Ollama) all accept; pydantic checks every bound again on parsing.
 _KEPT_KEYWORDS = {

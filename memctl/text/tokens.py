@@ -60,7 +60,7 @@ _WORD_RE = rf"{_LETTERS_RUN}(?:{_CONNECTOR}{_LETTERS_RUN})*"
 _GROUPED = r"(?P<int>\d{1,3}(?P<sep>[,.\u066c\u2009\u202f ])\d{3}(?:(?P=sep)\d{3})*)(?:[.,\u066b]\d+)?(?!\d)"
 _TOKEN = re.compile(
     r"(?P<url>(?:https?://|www\.)[^\s<>\"'。、，！？]+[^\s<>\"'。、，！？.,;:!?)\]])"
-    r"|(?P<email>[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"|(?P<email>[\w.%+-]+@[\w-]+(?:\.[\w-]+)+)"  # an address's letters and digits may be any script's (RFC 6531)
     rf"|(?P<grouped>{_GROUPED})"
     r"|(?P<decimal>\d+,\d+(?![\d,]))"
     rf"|(?P<han>[{_HAN}])"

@@ -102,7 +102,7 @@ def validate(items):
             if it["variation"] not in VARIATIONS:
                 err("variation")
             # same numbers in every note (ASCII digits and full-width/Arabic-Indic runs)
-            nums = [sorted(re.findall(r"[0-9]+", ascii_digits(t))) for t in texts]
+            nums = [sorted(re.findall(r"\d+", ascii_digits(t))) for t in texts]
             if any(x != nums[0] for x in nums):
                 err(f"numbers differ between notes: {nums}")
         else:
