@@ -19,7 +19,9 @@ run copies it (in the server: INSERT ... SELECT per table) into a scratch schema
 Each dream is `api.dream(force=True)` in this process with the benchmark's settings
 (stored+compute embedder, zero-latency stub in its own process unless --latency, clock frozen at
 the corpus's "now"); it prints wall seconds, CPU seconds of this process, per phase the seconds,
-the changes applied and the partitions skipped as settled, the process's peak RSS, and after
+the changes applied and the partitions skipped as settled, the SQL statements the dream's engine
+executed (an executemany is one; each is at least one round trip on PostgreSQL), the process's
+peak RSS, and after
 the last dream a digest of the resulting notes (ID, Status, ConsolidatedIntoNoteID, Note), so
 two checkouts can be shown to make the same changes. `--profile FILE` runs the first dream
 under cProfile and writes its stats to FILE (read them with `python -m pstats FILE`).
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     from memctl.settings import resolve  # noqa: E402
 
     import memctl  # noqa: E402
+    from sqlalchemy import event as sa_event  # noqa: E402
 
     with tempfile.TemporaryDirectory() as scratch:
         schema: Optional[str] = None
@@ -136,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             flags = harness.settings_for(store, stub, options)
             settings = resolve(flags=flags, environ={})
             engine = api.open_store(settings)
+            statements = [0]
+            sa_event.listen(engine, "before_cursor_execute", lambda *_: statements.__setitem__(0, statements[0] + 1))
             print(f"memctl from {Path(memctl.__file__).parent}; {engine.dialect.name}; load {os.getloadavg()[0]:.2f}")
             for number in range(1, args.dreams + 1):
                 profiler = None
@@ -144,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
                     profiler = cProfile.Profile()
                 cpu = resource.getrusage(resource.RUSAGE_SELF)
+                statements[0] = 0
                 started = time.monotonic()
                 if profiler is not None:
                     profiler.enable()
@@ -162,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(
                     f"dream {number}: {wall:.2f} s wall, {cpu_s:.2f} s cpu, {report.status}; {phases}; "
-                    f"peak RSS {used.ru_maxrss / 1024:.0f} MiB; load {os.getloadavg()[0]:.2f}",
+                    f"{statements[0]} SQL statements; peak RSS {used.ru_maxrss / 1024:.0f} MiB; load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
                 if profiler is not None:

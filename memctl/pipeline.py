@@ -27,7 +27,7 @@ from memctl.preview import Entry
 from memctl.recorder import FinishedStep, NullRecorder, Recorder, RunRecorder
 from memctl.records import note_record
 from memctl.store import models as m
-from memctl.store.changes import ApplyContext, UnitOutcome, apply_unit, to_db_values
+from memctl.store.changes import ApplyContext, UnitOutcome, apply_batch, batches, to_db_values
 from memctl.store.engine import read, scrub
 from memctl.store.failures import describe
 from memctl.stopping import Deadline, RunStopped
@@ -438,12 +438,12 @@ def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Opti
     outcomes = []
     ctx.reporter.start(plan.step_name, total=len(plan.units))
     try:
-        for done, unit in enumerate(plan.units):
-            ctx.deadline.check(f"after {done} of {len(plan.units)} unit(s) of the {plan.phase} phase")
+        for batch in batches(plan.units):
+            ctx.deadline.check(f"after {len(outcomes)} of {len(plan.units)} unit(s) of the {plan.phase} phase")
             if lease is not None and lease.lost.is_set():
                 raise PhaseError("the run lost its lease (another process took it over); stopping before the next unit")
-            outcomes.append(apply_unit(apply_ctx, unit))
-            ctx.reporter.advance()
+            outcomes += apply_batch(apply_ctx, batch)
+            ctx.reporter.advance(len(batch))
     except (RunStopped, KeyboardInterrupt) as stop:
         stop.applied_outcomes = outcomes  # type: ignore[union-attr]
         raise

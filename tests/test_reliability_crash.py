@@ -60,11 +60,12 @@ CONSOLIDATE, CONTRADICTIONS = "Consolidate Related Notes", "Detect Note Contradi
 PRUNE, ARCHIVE = "Prune Stale References", "Archive Expired Items"
 # The kill moments of one round, in order. Each dream redoes what the killed one left undone,
 # so this order walks the kills through the whole pipeline: a consolidation LLM request in flight
-# (nothing of the run committed), just after the first consolidation unit committed, a
+# (nothing of the run committed), inside a transaction holding several consolidation units (all
+# written, none committed: tests/crashhook.py, DESIGN 4.1), a
 # contradiction LLM request in flight (the consolidations committed), just after the first
 # contradiction unit, inside prune, just after the next committed unit, inside archive, and at a
 # random moment.
-STRATEGIES = ("llm:" + CONSOLIDATE, "in-writes", "llm:" + CONTRADICTIONS, "in-writes", "step:" + PRUNE, "in-writes", "step:" + ARCHIVE, "timed")
+STRATEGIES = ("llm:" + CONSOLIDATE, "mid-batch", "llm:" + CONTRADICTIONS, "in-writes", "step:" + PRUNE, "in-writes", "step:" + ARCHIVE, "timed")
 TESTS_DIR = Path(__file__).resolve().parent
 # tests/llmstub.py's server in its own process, answering with its deterministic default responder;
 # it also appends a line to a log file as each chat request arrives, so the test can kill memctl
@@ -129,13 +130,19 @@ def memctl_env(db: Db, stub: Optional[StubProcess] = None, **extra: str) -> dict
     return env
 
 
-def start_dream(db: Db, now: datetime, stub: Optional[StubProcess], read: bool = True) -> subprocess.Popen:
+def start_dream(db: Db, now: datetime, stub: Optional[StubProcess], read: bool = True, kill_file: Optional[Path] = None) -> subprocess.Popen:
     """Start a dream; with `read` False its output is thrown away (nobody drains a pipe of a dream
-    that is watched until it is killed, and a report longer than the pipe's buffer would block it)."""
+    that is watched until it is killed, and a report longer than the pipe's buffer would block it).
+    With `kill_file` the dream kills itself inside its first transaction of several units
+    (tests/crashhook.py) and writes there how many change rows that transaction held."""
     where = subprocess.PIPE if read else subprocess.DEVNULL
+    command, extra = [sys.executable, "-m", "memctl"], {}
+    if kill_file is not None:
+        command = [sys.executable, str(TESTS_DIR / "crashhook.py")]
+        extra = {"MEMCTL_TEST_KILL_ROWS": "2", "MEMCTL_TEST_KILL_FILE": str(kill_file)}
     return subprocess.Popen(
-        [sys.executable, "-m", "memctl", "--now", now.isoformat(), "dream", "--force", "--json"],
-        env=memctl_env(db, stub), stdout=where, stderr=where, text=True, cwd=db.path,
+        [*command, "--now", now.isoformat(), "dream", "--force", "--json"],
+        env=memctl_env(db, stub, **extra), stdout=where, stderr=where, text=True, cwd=db.path,
     )
 
 
@@ -245,9 +252,16 @@ class KillReport:
 def kill_once(db: Db, now: datetime, strategy: str, rng: random.Random, calibrated: float, stub: StubProcess) -> KillReport:
     """Start a dream, SIGKILL it at a moment chosen by `strategy`; say where it died."""
     before = set(runs(db))
-    proc = start_dream(db, now, stub, read=False)
+    kill_file = db.path / "mid-batch.kill" if strategy == "mid-batch" else None
+    if kill_file is not None and kill_file.exists():
+        kill_file.unlink()
+    proc = start_dream(db, now, stub, read=False, kill_file=kill_file)
     in_flight = False
     try:
+        if strategy == "mid-batch":
+            proc.wait(timeout=120)  # it kills itself
+            assert kill_file is not None and kill_file.exists(), "the dream ended without a transaction of several units"
+            return _mid_batch_report(db, before, int(kill_file.read_text()))
         if strategy == "timed":
             time.sleep(rng.uniform(0.3, 0.9 * calibrated))
         elif strategy == "in-writes":
@@ -278,6 +292,17 @@ def kill_once(db: Db, now: datetime, strategy: str, rng: random.Random, calibrat
     if run["Status"] != "Running":
         return KillReport(strategy, f"after it finished ({run['Status']})", writes)
     return KillReport(strategy, f"in {open_steps[-1]}" if open_steps else "between steps", writes, in_flight)
+
+
+def _mid_batch_report(db: Db, before: set[str], rows: int) -> KillReport:
+    """Where a self-killed dream died: inside a transaction of several units, none of whose
+    `rows` change rows may be in the store (the audit then checks that no unit is half there)."""
+    new = [r for rid, r in runs(db).items() if rid not in before]
+    assert len(new) == 1 and new[0]["Status"] == "Running", new
+    with db.engine.connect() as conn:
+        writes = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.RunID == new[0]["ID"])).scalar_one()
+    assert writes == 0, f"{writes} change rows committed before the first batch of the run"
+    return KillReport("mid-batch", f"mid-batch ({rows} change rows written, none committed)", writes)
 
 
 def verify_ok(db: Db) -> bool:
@@ -362,8 +387,10 @@ def test_sigkill_at_random_moments_loses_nothing_and_converges(db: Db, tmp_path:
     print("\n" + detail)
     # the kills must really land inside phases: during LLM waits and after writes began
     # (bounds below what the strategies aim for, so a slow machine does not make the test flaky)
-    assert len(mid_phase) >= rounds * (kills - 3), detail
-    assert len(mid_write) >= rounds * 2, detail
+    mid_batch = [r for r in reports if r.where.startswith("mid-batch")]
+    assert len(mid_batch) == rounds, detail  # every round killed one inside a transaction of several units
+    assert len(mid_phase) + len(mid_batch) >= rounds * (kills - 3), detail
+    assert len(mid_write) >= rounds, detail  # two "in-writes" kills per round aim there
     assert len(in_llm_wait) >= rounds, detail
 
 

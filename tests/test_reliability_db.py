@@ -57,21 +57,22 @@ def pg(db: Db) -> Db:
 
 
 class BackendKiller:
-    """Terminate the backend of the connection that is about to run the Nth matching note statement."""
+    """Terminate the backend of the connection that is about to run the Nth matching note statement
+    (each N of `nth`: a batch's statement, then one of the units applied again one by one)."""
 
-    def __init__(self, db: Db, matches: str, nth: int) -> None:
+    def __init__(self, db: Db, matches: str, nth: "int | tuple[int, ...]") -> None:
         self.matches = matches
-        self.nth = nth
+        self.nth = (nth,) if isinstance(nth, int) else tuple(nth)
         self.seen = 0
         self.killed: list[int] = []
         self.admin = sa.create_engine(PG_URL)
         event.listen(db.engine, "before_cursor_execute", self)
 
     def __call__(self, conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool) -> None:
-        if not statement.startswith(self.matches) or '"AIAgentNote" SET' not in statement or self.killed:
+        if not statement.startswith(self.matches) or '"AIAgentNote" SET' not in statement:
             return
         self.seen += 1
-        if self.seen < self.nth:
+        if self.seen not in self.nth:
             return
         pid = conn.connection.dbapi_connection.info.backend_pid
         self.killed.append(pid)
@@ -97,14 +98,16 @@ def test_backend_killed_mid_consolidation_unit_rolls_that_unit_back(pg: Db) -> N
     db = pg
     generate_corpus(db.engine, NOW, notes=150, examples=30, seed=21, llm_groups=6)
     baseline = snapshot(db.engine)
-    # the third cluster unit: its new note is inserted, then the backend dies as its sources are revoked
-    killer = BackendKiller(db, 'UPDATE', nth=3)
+    # The six cluster units are one batch (one transaction): the backend dies as the batch revokes
+    # their sources (the first UPDATE), so the batch rolls back and its units are applied again one
+    # transaction each; then it dies again as the third unit revokes its sources (the fourth UPDATE).
+    killer = BackendKiller(db, 'UPDATE', nth=(1, 4))
     try:
         with LLMStub() as stub:
             report = api.dream(llm(db, stub), force=True, engine=db.engine)
     finally:
         killer.remove(db)
-    assert killer.killed, "the hook never fired"
+    assert len(killer.killed) == 2, "the hook did not fire twice"
     assert report.exit_code == 1 and report.status == "failed"
     phases = {p.phase: p for p in report.phases}
     assert phases["consolidate"].outcome == "failed" and "terminat" in (phases["consolidate"].error or "").lower()
@@ -128,6 +131,32 @@ def test_backend_killed_mid_consolidation_unit_rolls_that_unit_back(pg: Db) -> N
     assert audit(db.engine, baseline) == [] and verify(db.engine) == []
 
 
+def test_backend_killed_mid_batch_applies_its_units_again_one_by_one(pg: Db) -> None:
+    """Several units in one transaction (DESIGN 4.1): a backend killed in it loses none of them.
+
+    The batch rolls back whole (no half unit is ever visible), and its units are applied again
+    one transaction each, re-checked against the rows as they are: the phase completes with every
+    cluster merged once, and the change log holds each change once.
+    """
+    db = pg
+    generate_corpus(db.engine, NOW, notes=150, examples=30, seed=21, llm_groups=6)
+    baseline = snapshot(db.engine)
+    killer = BackendKiller(db, 'UPDATE', nth=1)
+    try:
+        with LLMStub() as stub:
+            report = api.dream(llm(db, stub), force=True, engine=db.engine)
+    finally:
+        killer.remove(db)
+    assert killer.killed, "the hook never fired"
+    assert report.status == "completed" and report.exit_code == 0, [p.error for p in report.phases]
+    with db.engine.connect() as conn:
+        created = conn.execute(sa.select(m.note.c.ID).where(m.note.c.DerivedFromNoteIDs.is_not(None))).scalars().all()
+        changes = conn.execute(sa.select(m.change.c.RecordID, m.change.c.Action).where(m.change.c.RunID == report.run_id)).all()
+    assert len(created) == 6
+    assert len(changes) == len(set(changes)) and sum(1 for _, action in changes if action == "insert") == 6
+    assert audit(db.engine, baseline) == [] and verify(db.engine) == []
+
+
 def test_backend_killed_mid_archive_batch_keeps_whole_batches(pg: Db) -> None:
     db = pg
     store = Store(db.engine)
@@ -141,7 +170,9 @@ def test_backend_killed_mid_archive_batch_keeps_whole_batches(pg: Db) -> None:
     with write(db.engine) as conn:
         conn.execute(m.note.insert(), rows)
     baseline = snapshot(db.engine)
-    killer = BackendKiller(db, 'UPDATE', nth=2)  # the second batch of 500 archivals
+    # the three units of archivals (500, 500, 200) are one transaction: killed in it (the first
+    # UPDATE), they are applied again one transaction each, and killed in the second (the third UPDATE)
+    killer = BackendKiller(db, 'UPDATE', nth=(1, 3))
     try:
         report = api.run_phase(at(db.settings, NOW), "archive", engine=db.engine)
     finally:
@@ -152,7 +183,8 @@ def test_backend_killed_mid_archive_batch_keeps_whole_batches(pg: Db) -> None:
     archived = sum(1 for r in store_now.values() if r["Status"] == "Archived")
     with db.engine.connect() as conn:
         logged = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.RunID == report.run_id)).scalar_one()
-    assert archived == logged == 500  # batch 1 whole, batch 2 rolled back whole, batch 3 never started
+    assert len(killer.killed) == 2
+    assert archived == logged == 500  # unit 1 whole, unit 2 rolled back whole, unit 3 never started
     assert audit(db.engine, baseline) == [] and verify(db.engine) == []
     again = api.run_phase(at(db.settings, NOW + timedelta(minutes=1)), "archive", engine=db.engine)
     assert again.exit_code == 0 and again.phases[0].applied == 700

@@ -1,8 +1,10 @@
-"""Apply planned units, one transaction each, writing a change-log row per mutation; plan undo.
+"""Apply planned units, several per transaction, writing a change-log row per mutation; plan undo.
 
-Apply never re-decides: it re-reads the rows a unit touches inside the unit's transaction
-(locking them where the backend can), checks each against the guard it was planned with and
-against the protection rules, and then writes exactly what the plan says. The change log keeps
+Apply never re-decides: it re-reads the rows a unit touches inside the transaction (locking them
+where the backend can), checks each against the guard it was planned with and against the
+protection rules, and then writes exactly what the plan says. Units that touch no common record
+share a transaction (`batches`, `apply_batch`): their reads and writes are one statement of each
+kind, and each unit is still decided alone and applies whole or not at all. The change log keeps
 each row's state before and after, which is what `memctl undo` and `memctl verify` read.
 """
 
@@ -296,117 +298,249 @@ def _row_state(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != RAW_ID}
 
 
-class _SkipUnit(Exception):
-    pass
+#: units applied in one transaction (DESIGN 4.1): one commit, one lock read, one write of each
+#: kind and one change-log insert per batch instead of per unit. A kill mid-batch loses the batch
+#: (the next run plans it again), never half a unit: the transaction commits whole or not at all.
+BATCH_UNITS = 50
+
+
+@dataclass
+class _Writes:
+    """What a batch writes, gathered unit by unit and sent a statement per kind."""
+
+    notes: list[tuple[sa.Table, dict[str, Any]]] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    updates: dict[tuple[sa.Table, tuple[str, ...]], list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    deletes: list[tuple[sa.Table, Any]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+    def extend(self, other: "_Writes") -> None:
+        self.notes += other.notes
+        self.flags += other.flags
+        for key, params in other.updates.items():
+            self.updates[key] += params
+        self.deletes += other.deletes
+        self.changes += other.changes
+
+
+@dataclass
+class _Read:
+    """The rows a batch relies on, read once inside its transaction (locked where the backend can)."""
+
+    existing_notes: set[str] = field(default_factory=set)
+    #: (NoteAID, NoteBID) -> Status of the pairs already under review
+    reviewed: dict[tuple[str, str], str] = field(default_factory=dict)
+    rows: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
+
+
+def unit_records(unit: Unit) -> set[str]:
+    """Return what a unit touches: the records its mutations name, and the note pairs it flags."""
+    out = {f"{mu.table}:{mu.record_id.lower()}" for mu in unit.mutations}
+    for mu in unit.mutations:
+        if mu.action == "flag":
+            out.add("pair:" + ":".join(str(mu.values.get(k) or "").lower() for k in ("NoteAID", "NoteBID")))
+    return out
+
+
+def batches(units: Sequence[Unit], size: Optional[int] = None) -> list[list[Unit]]:
+    """Cut `units` into consecutive batches of at most `size` (BATCH_UNITS), in plan order.
+
+    Two units of one batch never touch one record (a batch starts anew at the unit that would):
+    each unit is then checked against the rows as they were when the batch began, which is what
+    it would see applied alone after the units before it.
+    """
+    size = size or BATCH_UNITS
+    out: list[list[Unit]] = []
+    seen: set[str] = set()
+    for unit in units:
+        touched = unit_records(unit)
+        if not out or len(out[-1]) >= size or touched & seen:
+            out.append([])
+            seen = set()
+        out[-1].append(unit)
+        seen |= touched
+    return out
 
 
 def apply_unit(ctx: ApplyContext, unit: Unit) -> UnitOutcome:
     """Apply one unit in one transaction; return what was applied and what was skipped and why."""
-    outcome = UnitOutcome(unit.key, unit.kind)
+    return apply_batch(ctx, [unit])[0]
+
+
+def apply_batch(ctx: ApplyContext, units: Sequence[Unit]) -> list[UnitOutcome]:
+    """Apply units that touch no common record (`batches`) in one transaction, in order.
+
+    Each unit is decided as it would be alone: an invalid unit is skipped before the database
+    sees it, a guarded row that changed skips its mutation (and an atomic unit's every
+    mutation), and only what is applied is written and logged. The batch then commits whole. When
+    a statement fails (a trigger, a CHECK, a lost connection), the batch rolls back and its units
+    are applied again one transaction each: the ones before the failing unit commit, and that
+    unit fails exactly as it would have alone.
+    """
+    outcomes: list[Optional[UnitOutcome]] = [_invalid(unit) for unit in units]
+    valid = [unit for unit, outcome in zip(units, outcomes) if outcome is None]
+    if valid:
+        try:
+            with write(ctx.engine) as conn:
+                decided = _apply_in(conn, ctx, valid)
+        except Exception:  # noqa: BLE001 - re-raised by the unit that fails alone (RunStopped is no Exception)
+            if len(valid) == 1:
+                raise
+            decided = [apply_unit(ctx, unit) for unit in valid]
+        found = iter(decided)
+        outcomes = [outcome if outcome is not None else next(found) for outcome in outcomes]
+    return [o for o in outcomes if o is not None]
+
+
+def _invalid(unit: Unit) -> Optional[UnitOutcome]:
+    """Return the outcome of a unit whose plan no backend could store (every mutation skipped), or None."""
     for mutation in unit.mutations:
         try:
             _check_mutation(mutation)
         except ValueError as exc:
-            outcome.skipped = [(mu.record_id, f"invalid plan: {exc}") for mu in unit.mutations]
-            return outcome
-    try:
-        with write(ctx.engine) as conn:
-            outcome = _apply_in(conn, ctx, unit)
-            if unit.atomic and outcome.skipped:
-                raise _SkipUnit()
-    except _SkipUnit:
-        skipped_ids = {rid for rid, _ in outcome.skipped}
-        reasons = dict(outcome.skipped)
-        why = "; ".join(f"{rid}: {reason}" for rid, reason in outcome.skipped)
-        outcome = UnitOutcome(unit.key, unit.kind)
-        for mutation in unit.mutations:
-            reason = reasons.get(mutation.record_id) if mutation.record_id in skipped_ids else f"unit skipped ({why})"
-            outcome.skipped.append((mutation.record_id, reason or why))
-    return outcome
+            return UnitOutcome(unit.key, unit.kind, skipped=[(mu.record_id, f"invalid plan: {exc}") for mu in unit.mutations])
+    return None
 
 
-def _apply_in(conn: Connection, ctx: ApplyContext, unit: Unit) -> UnitOutcome:
-    outcome = UnitOutcome(unit.key, unit.kind)
-    tag = comment_tag(ctx.run_id, ctx.now)
-    by_table: dict[str, list[Mutation]] = defaultdict(list)
-    inserts: list[Mutation] = []
-    flags: list[Mutation] = []
-    for mutation in unit.mutations:
-        if mutation.action == "insert":
-            inserts.append(mutation)
-        elif mutation.action == "flag":
-            flags.append(mutation)
+def _apply_in(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> list[UnitOutcome]:
+    read = _read(conn, ctx, units)
+    writes = _Writes()
+    outcomes = []
+    for unit in units:
+        outcome, unit_writes = _decide(conn, ctx, unit, read)
+        if unit.atomic and outcome.skipped:
+            outcome = _skipped_whole(unit, outcome)
         else:
-            by_table[mutation.table].append(mutation)
+            writes.extend(unit_writes)
+        outcomes.append(outcome)
+    for table, row in writes.notes:
+        conn.execute(table.insert(), row)
+    if writes.flags:
+        conn.execute(m.review.insert(), writes.flags)
+    for (table, keys), params in writes.updates.items():
+        conn.execute(_update_by_id(table, keys, conn.dialect.name == "sqlite"), params)
+    for table, stored in writes.deletes:
+        conn.execute(sa.delete(table).where(_id_is(conn, table, stored)))
+    if writes.changes:
+        conn.execute(m.change.insert(), writes.changes)
+    return outcomes
 
-    changes: list[dict[str, Any]] = []
-    for mutation in inserts:
-        values = to_db_values(m.note, mutation.values)
-        if conn.execute(sa.select(m.note.c.ID).where(m.note.c.ID == values["ID"])).first() is not None:
-            # a saved plan applied twice: its notes exist already (and its guarded rows have changed)
-            outcome.skipped.append((mutation.record_id, "a note with this ID exists already (was the plan applied before?)"))
-            continue
-        if mutation.comment:
-            values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
-        table, values = created_note(conn, values, ctx.run_id)
-        conn.execute(table.insert(), values)
-        outcome.applied.append(mutation)
-        changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
 
-    for mutation in flags:
-        a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))
-        r = m.review
-        existing = conn.execute(sa.select(r.c.Status).where(r.c.NoteAID == a, r.c.NoteBID == b)).scalar()
-        if existing is not None:
-            outcome.skipped.append((mutation.record_id, f"the pair is already under review (Status {existing})"))
-            continue
-        row = {"ID": mutation.record_id, "NoteAID": a, "NoteBID": b, "Reason": mutation.values.get("Reason"),
-               "Status": "Open", "RunID": ctx.run_id, "CreatedAt": ctx.now}
-        conn.execute(r.insert().values(**row))
-        outcome.applied.append(mutation)
-        changes.append(_change_row(ctx, unit, mutation, None, jsonable(row)))
+def _skipped_whole(unit: Unit, outcome: UnitOutcome) -> UnitOutcome:
+    """An atomic unit with a skipped mutation: every mutation skipped, each saying why."""
+    reasons = dict(outcome.skipped)
+    why = "; ".join(f"{rid}: {reason}" for rid, reason in outcome.skipped)
+    whole = UnitOutcome(unit.key, unit.kind)
+    for mutation in unit.mutations:
+        reason = reasons.get(mutation.record_id) if mutation.record_id in reasons else f"unit skipped ({why})"
+        whole.skipped.append((mutation.record_id, reason or why))
+    return whole
 
-    for table_name, mutations in by_table.items():
-        table = TABLE_OBJECTS[table_name]
-        rows = _lock_rows(conn, ctx, table, [mu.record_id.lower() for mu in mutations])
-        sqlite = conn.dialect.name == "sqlite"
-        updates: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-        for mutation in mutations:
-            row = rows.get(mutation.record_id.lower())
-            reason = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
-            if reason is None and row is None:
-                reason = "the record no longer exists"
-            if reason is None and row is not None:
-                reason = policy_refusal(mutation.action, table_name, row, mutation.values)
-            if reason is not None:
-                outcome.skipped.append((mutation.record_id, reason))
+
+def _read(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> _Read:
+    """Read, once for the batch, the rows its units rely on: created IDs already taken, pairs
+    already under review, and every row a unit changes or checks (locked)."""
+    read = _Read()
+    inserted = [mu.record_id for unit in units for mu in unit.mutations if mu.action == "insert"]
+    for start in range(0, len(inserted), CHUNK):
+        chunk = inserted[start : start + CHUNK]
+        ids = [str(to_db_values(m.note, {"ID": i})["ID"]) for i in chunk]
+        read.existing_notes |= {_guid(i) for i in conn.execute(sa.select(m.note.c.ID).where(m.note.c.ID.in_(ids))).scalars()}
+    firsts = sorted({str(mu.values["NoteAID"]).lower() for unit in units for mu in unit.mutations if mu.action == "flag"})
+    r = m.review
+    for start in range(0, len(firsts), CHUNK):
+        query = sa.select(r.c.NoteAID, r.c.NoteBID, r.c.Status).where(r.c.NoteAID.in_(firsts[start : start + CHUNK]))
+        read.reviewed.update({(str(a).lower(), str(b).lower()): s for a, b, s in conn.execute(query)})
+    changed: dict[str, list[str]] = defaultdict(list)
+    for unit in units:
+        for mu in unit.mutations:
+            if mu.action not in ("insert", "flag"):
+                changed[mu.table].append(mu.record_id.lower())
+    for table_name, ids in changed.items():
+        read.rows[table_name] = _lock_rows(conn, ctx, TABLE_OBJECTS[table_name], ids)
+    return read
+
+
+def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tuple[UnitOutcome, _Writes]:
+    """Decide one unit against the batch's rows: what it applies and skips, and what that writes."""
+    outcome = UnitOutcome(unit.key, unit.kind)
+    writes = _Writes()
+    tag = comment_tag(ctx.run_id, ctx.now)
+    sqlite = conn.dialect.name == "sqlite"
+    order = {"insert": 0, "flag": 1}
+    for mutation in sorted(unit.mutations, key=lambda mu: order.get(mu.action, 2)):  # inserts, flags, then the rest (stable)
+        if mutation.action == "insert":
+            values = to_db_values(m.note, mutation.values)
+            if _guid(values["ID"]) in read.existing_notes:
+                # a saved plan applied twice: its notes exist already (and its guarded rows have changed)
+                outcome.skipped.append((mutation.record_id, "a note with this ID exists already (was the plan applied before?)"))
                 continue
-            assert row is not None
-            if mutation.action == "check":
-                continue  # a guard only: the row this unit relies on (e.g. an absorbing note) is unchanged
-            if mutation.action == "unflag":
-                conn.execute(sa.delete(table).where(_id_is(conn, table, _stored_id(row))))
-                changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
-                outcome.applied.append(mutation)
-                continue
-            new = to_db_values(table, mutation.values)
-            if mutation.comment and "Comments" in table.c:
-                new["Comments"] = append_comment(row["Comments"], f"{tag} {mutation.comment}")
-            if "__mj_UpdatedAt" in table.c:
-                new.setdefault("__mj_UpdatedAt", ctx.now)
-            keys = tuple(sorted(new))
-            written = _sqlite_ids(table, new, rows) if sqlite else new
-            updates[keys].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
-            before = {c: jsonable(row[c]) for c in logged_columns(table_name, new) if c in table.c}
-            after = dict(before)
-            after.update(jsonable({k: v for k, v in new.items() if k in before}))
-            changes.append(_change_row(ctx, unit, mutation, before, after))
+            if mutation.comment:
+                values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
+            table, values = created_note(conn, values, ctx.run_id)
+            read.existing_notes.add(_guid(values["ID"]))  # a second insert of the ID is skipped, as the database would refuse it
+            writes.notes.append((table, values))
             outcome.applied.append(mutation)
-        for keys, params in updates.items():
-            conn.execute(_update_by_id(table, keys, sqlite), params)
-    if changes and not (unit.atomic and outcome.skipped):
-        conn.execute(m.change.insert(), changes)
-    return outcome
+            writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
+            continue
+        if mutation.action == "flag":
+            a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))
+            existing = read.reviewed.get((a, b))
+            if existing is not None:
+                outcome.skipped.append((mutation.record_id, f"the pair is already under review (Status {existing})"))
+                continue
+            row = {"ID": mutation.record_id, "NoteAID": a, "NoteBID": b, "Reason": mutation.values.get("Reason"),
+                   "Status": "Open", "RunID": ctx.run_id, "CreatedAt": ctx.now}
+            read.reviewed[(a, b)] = "Open"
+            writes.flags.append(row)
+            outcome.applied.append(mutation)
+            writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(row)))
+            continue
+        table_name = mutation.table
+        table = TABLE_OBJECTS[table_name]
+        rows = read.rows.get(table_name, {})
+        row = rows.get(mutation.record_id.lower())
+        reason = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
+        if reason is None and row is None:
+            reason = "the record no longer exists"
+        if reason is None and row is not None:
+            reason = policy_refusal(mutation.action, table_name, row, mutation.values)
+        if reason is not None:
+            outcome.skipped.append((mutation.record_id, reason))
+            continue
+        assert row is not None
+        if mutation.action == "check":
+            continue  # a guard only: the row this unit relies on (e.g. an absorbing note) is unchanged
+        if mutation.action == "unflag":
+            writes.deletes.append((table, _stored_id(row)))
+            writes.changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
+            outcome.applied.append(mutation)
+            continue
+        new = to_db_values(table, mutation.values)
+        if mutation.comment and "Comments" in table.c:
+            new["Comments"] = append_comment(row["Comments"], f"{tag} {mutation.comment}")
+        if "__mj_UpdatedAt" in table.c:
+            new.setdefault("__mj_UpdatedAt", ctx.now)
+        keys = tuple(sorted(new))
+        written = _sqlite_ids(table, new, _unit_rows(unit, rows)) if sqlite else new
+        writes.updates[(table, keys)].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
+        before = {c: jsonable(row[c]) for c in logged_columns(table_name, new) if c in table.c}
+        after = dict(before)
+        after.update(jsonable({k: v for k, v in new.items() if k in before}))
+        writes.changes.append(_change_row(ctx, unit, mutation, before, after))
+        outcome.applied.append(mutation)
+    return outcome, writes
+
+
+def _guid(value: Any) -> str:
+    """A GUID as one text whatever the backend returns (SQL Server upper-case, SQLite hex digits)."""
+    return str(uuid.UUID(str(value)))
+
+
+def _unit_rows(unit: Unit, rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The batch's rows this unit names (a GUID value is spelt by its stored text only for those)."""
+    named = {mu.record_id.lower() for mu in unit.mutations}
+    return {k: v for k, v in rows.items() if k in named}
 
 
 @lru_cache(maxsize=256)
