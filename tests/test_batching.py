@@ -354,3 +354,22 @@ def test_a_judge_that_never_answers_batches_is_asked_one_question_per_request_af
     assert out["llmCalls"] == 14 and out["batchesRefused"] == 2 and out["askedAgainAlone"] == 6
     assert out["failedReplies"] == 0 and out["contradictionsResolved"] == 12
     assert all(store.status(a) == "Revoked" and store.status(b) == "Active" for a, b in pairs)
+
+
+def test_answers_turned_down_by_memctl_checks_do_not_stop_batching(db: Db) -> None:
+    """A judge that answers every question of a batch in the reply's shape does answer batches,
+    even when memctl's checks turn those answers down: it is not demoted to one question per
+    request (found by issue 25's benchmark: two batches of syntheses refused for stating their
+    fact twice put every later question of the run in a request of its own, ten times the calls)."""
+    store = Store(db.engine)
+    pairs = plant_pairs(store, 9)
+    bad = frozenset(n for pair_ids in pairs for n in pair_ids)
+    responder = Batches(SPOILED["names-another-note"], bad)
+    with LLMStub(responder) as stub:
+        report = detect(db, with_llm(db, stub, questions_per_call=3, llm_concurrency=1))
+    out = report.phases[0].output
+    # every request of three answered in shape and turned down, each question then asked alone
+    assert responder.sizes == [3, 3, 3] + [1] * 9
+    assert "batchesRefused" not in out and out["askedAgainAlone"] == 9 and out["llmCalls"] == 12
+    assert out["contradictionsResolved"] == 9
+    assert all(store.status(a) == "Revoked" and store.status(b) == "Active" for a, b in pairs)

@@ -31,8 +31,9 @@ a failing server the same questions one by one would only multiply the load. The
 holds one entry per question under the key a single question has, so an answer given in a batch
 is reused by a single ask and the other way round. A batch's calls and tokens are shared among
 its questions (calls to the first, tokens evenly), so the phase totals stay exact. A judge whose
-replies to two requests of several questions held no usable answer at all (a weak model that
-answers as if asked one question) is asked one question per request for the rest of the run.
+replies to two requests of several questions held no answer of the reply's shape for any of them
+(a weak model that answers as if asked one question) is asked one question per request for the
+rest of the run; answers of the right shape that memctl's checks turn down do not count.
 """
 
 from __future__ import annotations
@@ -330,12 +331,17 @@ def ask_all(
             why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
             return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
                     for i, (usage, calls) in zip(indices, shares, strict=True)]
+        understood = False
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
             answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
             found = by_item.get(k + 1, [])
             answer.error = _entry_problem(questions[i], found, reply_model, check, answer)
+            understood = understood or _one_answer(found, reply_model)
             out.append((i, answer, answer.error is not None))
-        if not result.outage and all(again for _, _, again in out):
+        # A request is refused when no question got one answer of the reply's shape. Answers that
+        # memctl's checks turn down (a synthesis that states its fact twice...) show a judge that
+        # answers batches: counting them would ask every later question alone, ten times the calls.
+        if not result.outage and not understood and all(again for _, _, again in out):
             _refused(judge)
         return out
 
@@ -489,6 +495,17 @@ def _shares(result: JudgeResult, n: int) -> list[tuple[Usage, int]]:
         (Usage(prompt // n + (prompt % n if k == 0 else 0), completion // n + (completion % n if k == 0 else 0)), result.calls if k == 0 else 0)
         for k in range(n)
     ]
+
+
+def _one_answer(found: list[Any], reply_model: type[BaseModel]) -> bool:
+    """Whether a question of a batch got exactly one answer of the reply's shape (right or wrong)."""
+    if len(found) != 1:
+        return False
+    try:
+        reply_model.model_validate(found[0])
+    except ValidationError:
+        return False
+    return True
 
 
 def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseModel], valid: Check, answer: Answer) -> Optional[str]:
