@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -191,6 +192,22 @@ def test_readers_start_another_thread_while_one_is_held_past_its_deadline() -> N
     while reader_threads(earlier) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert reader_threads(earlier) == set()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_readers_in_a_forked_child_start_their_own_threads() -> None:
+    """The parent's idle readers do not exist in a forked child: a job handed to one would wait
+    out its whole deadline there."""
+    readers = Readers()
+    assert readers.run(lambda: "parent", timeout=5) == (True, "parent", None)  # one reader idle now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 when its call ran at once
+        ok = readers.run(lambda: "child", timeout=3) == (True, "child", None)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert readers.run(lambda: "again", timeout=5) == (True, "again", None)
+    readers.close()
 
 
 @pytest.mark.parametrize("fault", [Reply.connection_reset(), Reply.truncated(NOT_CONTRADICTION)], ids=["reset", "truncated"])

@@ -4,8 +4,10 @@ bound that adapts to overload), and the JSON Lines log of every call."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -124,6 +126,12 @@ class Readers:
         #: the job queues of the readers waiting for work, the most recently idle last
         self._idle: list[queue.SimpleQueue] = []
         self._closed = False
+        _ALL_READERS.add(self)
+
+    def _forget_threads(self) -> None:
+        # in a forked child: the parent's readers do not exist here, so no job may be handed to them
+        self._lock = threading.Lock()
+        self._idle = []
 
     def run(self, fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, Optional[BaseException]]:
         """Run `fn` in a reader; return (finished within `timeout`, its result, what it raised)."""
@@ -169,3 +177,8 @@ class Readers:
                         return
                 # a caller took this reader off the idle list just now: its job is on the way
                 job = jobs.get()
+
+
+_ALL_READERS: "weakref.WeakSet[Readers]" = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=lambda: [r._forget_threads() for r in list(_ALL_READERS)])

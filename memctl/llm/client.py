@@ -9,8 +9,9 @@ reason, and the phase leaves its cluster or pair alone. Only configuration error
 
 Every HTTP call has a wall-clock deadline (`timeout`), slow bodies included: the `openai`
 client's timeout bounds each socket read, so a server trickling one byte every half second
-could hold a call for minutes. The body is read in a worker thread that stops at the deadline,
-and the caller waits no longer than the deadline either way.
+could hold a call for minutes. The call runs in a reader thread that stops at the deadline
+(readers are kept between calls; a new one starts when all are busy), and the caller waits no
+longer than the deadline either way.
 
 Providers differ in which `response_format` they accept. The client asks for a strict JSON
 schema first; a server that rejects it (400 naming response_format or the mode, 422, or a 5xx
