@@ -179,6 +179,6 @@ class Readers:
                 job = jobs.get()
 
 
-_ALL_READERS: "weakref.WeakSet[Readers]" = weakref.WeakSet()
+_ALL_READERS: weakref.WeakSet[Readers] = weakref.WeakSet()
 if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
     os.register_at_fork(after_in_child=lambda: [r._forget_threads() for r in list(_ALL_READERS)])
