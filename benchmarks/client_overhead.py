@@ -3,8 +3,10 @@
 Times N sequential `LLMClient.complete_json` calls of one consolidation request of ten
 questions (the size the consolidation phase sends), then the same request through the plain
 `openai` client as floors: `chat.completions.create` (openai builds and validates its pydantic
-`ChatCompletion`) and `with_raw_response.create` + `json.loads` (openai's request building and
-HTTP only). CPU is `time.process_time()` of this process (all threads); the stub runs in another
+`ChatCompletion`), `with_raw_response.create` + `json.loads` (no response model), and
+`post("/chat/completions")` + `json.loads` (the documented raw request memctl makes: no walk of
+the params against openai's TypedDicts either). memctl's own share is its figure minus the
+last. CPU is `time.process_time()` of this process (all threads); the stub runs in another
 process (tests/llmstub.py), so its work is not counted.
 
     .venv/bin/python benchmarks/client_overhead.py --requests 2000
@@ -122,7 +124,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--questions", type=int, default=10, help="clusters per request")
     parser.add_argument("--notes", type=int, default=4, help="notes per cluster")
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose memctl is measured")
-    parser.add_argument("--only", choices=("memctl", "openai", "openai-raw"), action="append")
+    parser.add_argument("--only", choices=("memctl", "openai", "openai-raw", "openai-post"), action="append")
     parser.add_argument("--concurrency", type=int, default=1, help="calls in flight at once (threads calling the client)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N functions")
     parser.add_argument("--log", type=Path, help="turn memctl's JSON Lines call log on (llm_log)")
@@ -132,6 +134,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     sys.path.insert(0, str(root))
 
     import openai
+
+    try:  # the HTTP library under `openai`, as memctl/llm/client.py picks it
+        import httpx2 as _http
+    except ImportError:
+        import httpx as _http  # type: ignore[no-redef]
 
     import memctl
     from memctl.llm.client import LLMClient
@@ -144,7 +151,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"memctl from {Path(memctl.__file__).parent}; openai {openai.__version__}; prompt {len(system) + len(user)} chars; "
           f"load {load}", flush=True)
     results = []
-    only = args.only or ["memctl", "openai", "openai-raw"]
+    only = args.only or ["memctl", "openai", "openai-raw", "openai-post"]
     try:
         if "memctl" in only:
             client = LLMClient(
@@ -209,6 +216,14 @@ def main(argv: Optional[list[str]] = None) -> int:
                 json.loads(data["choices"][0]["message"]["content"])
 
             results.append(measure("openai raw response (floor)", raw_call, args.requests, args.warmup, args.profile, args.concurrency))
+        if "openai-post" in only:
+
+            def post_call() -> None:
+                response = plain.post("/chat/completions", cast_to=_http.Response, body=params)
+                data = json.loads(response.content)
+                json.loads(data["choices"][0]["message"]["content"])
+
+            results.append(measure("openai post (floor)", post_call, args.requests, args.warmup, args.profile, args.concurrency))
         plain.close()
     finally:
         process.terminate()
