@@ -311,12 +311,14 @@ class LLMClient:
     ) -> dict[str, Any]:
         """Make one HTTP call within the deadline; return the decoded JSON body."""
         self._count("requests")
-        params: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+        # keys in the order openai's `create` wrote them, so the body is the same bytes as before
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        if max_tokens:
+            params[self._token_param] = int(max_tokens)
         rf = self._response_format(mode, reply_model, schema_name) if reply_model is not None else None
         if rf is not None:
             params["response_format"] = rf
-        if max_tokens:
-            params[self._token_param] = int(max_tokens)
+        params["temperature"] = 0
         started = time.monotonic()
         deadline = started + self.timeout
         finished, raw, error = self._readers.run(lambda: self._fetch(params, deadline), self.timeout + 0.05)
