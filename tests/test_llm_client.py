@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 
 from llmstub import LLMStub, Reply, notes_from_request
 from memctl.errors import ConfigError
+from memctl.llm.calls import Readers
 from memctl.llm.client import LLMClient
 from memctl.llm.schema import strict_schema
 from memctl.llm.judge import LLMJudge
@@ -137,6 +139,75 @@ def test_timeout_then_success(stub: LLMStub) -> None:
     result = ask(make_client(stub, timeout=0.3))
     assert result.reply is not None and result.calls == 2
     assert 0.3 <= time.monotonic() - started < 1.9
+
+
+def reader_threads(other: frozenset = frozenset()) -> set[threading.Thread]:
+    """The live reader threads of LLM clients, leaving out `other` (those of earlier tests' clients)."""
+    return {t for t in threading.enumerate() if t.name == "memctl-llm-call"} - other
+
+
+def test_a_reused_reader_stops_a_trickling_body_at_the_deadline(stub: LLMStub) -> None:
+    """Calls share their reader threads; a reused one still ends a call at its deadline when the
+    body trickles in (one byte every 50 ms: ~10 s for the whole reply), and close ends them."""
+    earlier = frozenset(reader_threads())
+    client = make_client(stub, timeout=0.5, max_retries=0)
+    stub.script(*[Reply.json(NOT_CONTRADICTION)] * 5)
+    for _ in range(5):
+        assert ask(client).reply is not None
+    assert len(reader_threads(earlier)) == 1  # one reader served five calls, one after the other
+
+    stub.script(Reply(content=NOT_CONTRADICTION, trickle=0.05), Reply.json(NOT_CONTRADICTION))
+    started = time.monotonic()
+    slow = ask(client)
+    assert time.monotonic() - started < 2.0
+    assert slow.reply is None and slow.calls == 1 and "timed out after 0.5s" in slow.error
+    assert client.counters() == {**client.counters(), "requests": 6, "timeouts": 1, "retries": 0}
+    assert ask(client).reply is not None
+    assert len(stub.chat_requests) == 7
+
+    client.close()
+    deadline = time.monotonic() + 5
+    while reader_threads(earlier) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert reader_threads(earlier) == set()
+
+
+def test_readers_start_another_thread_while_one_is_held_past_its_deadline() -> None:
+    """A reader still busy with a call its caller gave up on never delays the next call."""
+    earlier = frozenset(reader_threads())
+    readers = Readers()
+    release = threading.Event()
+    assert readers.run(lambda: release.wait(10) and "late", timeout=0.1) == (False, None, None)
+    assert readers.run(lambda: 42, timeout=5) == (True, 42, None)  # at once, by a second reader
+    assert len(reader_threads(earlier)) == 2
+    release.set()  # the first reader finishes its abandoned call and is idle again
+    deadline = time.monotonic() + 5
+    while len(readers._idle) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    error = ValueError("raised in the reader")
+    finished, result, raised = readers.run(lambda: (_ for _ in ()).throw(error), timeout=5)
+    assert (finished, result, raised) == (True, None, error)
+    assert len(reader_threads(earlier)) == 2  # both reused
+    readers.close()
+    while reader_threads(earlier) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reader_threads(earlier) == set()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_readers_in_a_forked_child_start_their_own_threads() -> None:
+    """The parent's idle readers do not exist in a forked child: a job handed to one would wait
+    out its whole deadline there."""
+    readers = Readers()
+    assert readers.run(lambda: "parent", timeout=5) == (True, "parent", None)  # one reader idle now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 when its call ran at once
+        ok = readers.run(lambda: "child", timeout=3) == (True, "child", None)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert readers.run(lambda: "again", timeout=5) == (True, "again", None)
+    readers.close()
 
 
 @pytest.mark.parametrize("fault", [Reply.connection_reset(), Reply.truncated(NOT_CONTRADICTION)], ids=["reset", "truncated"])

@@ -9,8 +9,9 @@ reason, and the phase leaves its cluster or pair alone. Only configuration error
 
 Every HTTP call has a wall-clock deadline (`timeout`), slow bodies included: the `openai`
 client's timeout bounds each socket read, so a server trickling one byte every half second
-could hold a call for minutes. The body is read in a worker thread that stops at the deadline,
-and the caller waits no longer than the deadline either way.
+could hold a call for minutes. The call runs in a reader thread that stops at the deadline
+(readers are kept between calls; a new one starts when all are busy), and the caller waits no
+longer than the deadline either way.
 
 Providers differ in which `response_format` they accept. The client asks for a strict JSON
 schema first; a server that rejects it (400 naming response_format or the mode, 422, or a 5xx
@@ -46,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
-from memctl.llm.calls import CallDropped, CallLog, CallTimeout, Limiter, ReplyTooLarge
+from memctl.llm.calls import CallDropped, CallLog, CallTimeout, Limiter, Readers, ReplyTooLarge
 from memctl.llm.schema import schema_instructions, strict_schema, strip_fences
 from memctl.settings import mask_secrets
 
@@ -134,6 +135,10 @@ class LLMClient:
             ("requests", "retries", "timeouts", "formatFallbacks", "concurrencyBackoffs", "deterministicErrors"), 0
         )
         self._log = CallLog(log_path, self._scrub) if log_path else None
+        self._readers = Readers()
+        #: response_format and schema-in-words per (schema model, name or mode): built once, sent as is
+        self._formats: dict[tuple[type[BaseModel], str], dict[str, Any]] = {}
+        self._instructions: dict[tuple[type[BaseModel], str], str] = {}
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, format={self.response_format_mode!r})"
@@ -163,7 +168,8 @@ class LLMClient:
             self._counts[name] += n
 
     def close(self) -> None:
-        """Close the HTTP connection pool (and the call log)."""
+        """Close the HTTP connection pool (and the call log); idle reader threads end."""
+        self._readers.close()
         self._openai.close()
         if self._log is not None:
             self._log.close()
@@ -290,7 +296,11 @@ class LLMClient:
     # -- internals -------------------------------------------------------------------------
     def _messages(self, system: str, user: str, reply_model: Optional[type[BaseModel]], mode: int) -> list[dict[str, str]]:
         if reply_model is not None and FORMAT_MODES[mode] != "json_schema":
-            user = user + schema_instructions(reply_model, FORMAT_MODES[mode])
+            key = (reply_model, FORMAT_MODES[mode])
+            text = self._instructions.get(key)
+            if text is None:
+                text = self._instructions[key] = schema_instructions(reply_model, FORMAT_MODES[mode])
+            user = user + text
         if self._system_role == "user":
             return [{"role": "user", "content": f"{system}\n\n---\n\n{user}"}]
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -301,34 +311,24 @@ class LLMClient:
     ) -> dict[str, Any]:
         """Make one HTTP call within the deadline; return the decoded JSON body."""
         self._count("requests")
-        params: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+        # keys in the order openai's `create` wrote them, so the body is the same bytes as before
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        if max_tokens:
+            params[self._token_param] = int(max_tokens)
         rf = self._response_format(mode, reply_model, schema_name) if reply_model is not None else None
         if rf is not None:
             params["response_format"] = rf
-        if max_tokens:
-            params[self._token_param] = int(max_tokens)
+        params["temperature"] = 0
         started = time.monotonic()
         deadline = started + self.timeout
-        outcome: dict[str, Any] = {}
-        done = threading.Event()
-
-        def worker() -> None:
-            try:
-                outcome["body"] = self._fetch(params, deadline)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-                outcome["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=worker, name="memctl-llm-call", daemon=True).start()
-        finished = done.wait(self.timeout + 0.05)
+        finished, raw, error = self._readers.run(lambda: self._fetch(params, deadline), self.timeout + 0.05)
         seconds = time.monotonic() - started
-        error = outcome.get("error") if finished else CallTimeout(f"no complete reply within {self.timeout:g}s")
+        if not finished:
+            raw, error = None, CallTimeout(f"no complete reply within {self.timeout:g}s")
         if self._log is not None:
-            self._log_call(params, schema_name, seconds, outcome.get("body") if finished else None, error)
+            self._log_call(params, schema_name, seconds, raw, error)
         if error is not None:
             raise error
-        raw = outcome["body"]
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -338,24 +338,31 @@ class LLMClient:
         return data
 
     def _fetch(self, params: dict[str, Any], deadline: float) -> bytes:
+        # `post` is the openai client's documented call for a raw request: its headers, auth,
+        # connection pool and error statuses, without `create`'s walk of the params against
+        # their TypedDicts (memctl's params are plain JSON already) or a client copy per call
+        # for the timeout (`with_options`), which together cost more CPU than the HTTP exchange
         remaining = max(0.01, deadline - time.monotonic())
-        client = self._openai.with_options(timeout=remaining)
         cap = 4 * self.max_reply_chars + 65536
         chunks: list[bytes] = []
         size = 0
-        with client.chat.completions.with_streaming_response.create(**params) as response:
-            try:
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > cap:
-                        raise ReplyTooLarge(f"body over {cap} bytes", b"".join(chunks)[:2000].decode("utf-8", "replace"))
-                    if time.monotonic() > deadline:
-                        raise CallTimeout(f"body still arriving after {self.timeout:g}s")
-            except _http.TimeoutException:
-                raise CallTimeout(f"body stalled within {self.timeout:g}s") from None
-            except _http.TransportError as exc:
-                raise CallDropped(f"{type(exc).__name__}: {exc}") from None
+        response = self._openai.post(
+            "/chat/completions", cast_to=_http.Response, body=params, options={"timeout": remaining}, stream=True
+        )
+        try:
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    raise ReplyTooLarge(f"body over {cap} bytes", b"".join(chunks)[:2000].decode("utf-8", "replace"))
+                if time.monotonic() > deadline:
+                    raise CallTimeout(f"body still arriving after {self.timeout:g}s")
+        except _http.TimeoutException:
+            raise CallTimeout(f"body stalled within {self.timeout:g}s") from None
+        except _http.TransportError as exc:
+            raise CallDropped(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            response.close()
         return b"".join(chunks)
 
     def _log_call(
@@ -386,10 +393,16 @@ class LLMClient:
     def _response_format(self, mode: int, reply_model: Optional[type[BaseModel]], schema_name: str) -> Optional[dict[str, Any]]:
         kind = FORMAT_MODES[mode]
         if kind == "json_schema" and reply_model is not None:
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "strict": True, "schema": strict_schema(reply_model)},
-            }
+            # one dict per schema, shared by every request (nothing writes to it: openai's `post`
+            # serialises the params as they are); strict_schema's copy and walk cost a call each
+            key = (reply_model, schema_name)
+            rf = self._formats.get(key)
+            if rf is None:
+                rf = self._formats[key] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema_name, "strict": True, "schema": strict_schema(reply_model)},
+                }
+            return rf
         if kind == "json_object":
             return {"type": "json_object"}
         return None
