@@ -101,6 +101,13 @@ class AdaptiveLimiter(Limiter):
     - **Start low** (`START`, 4): a one-slot local server then queues at most 4 requests before
       the first verdict (the 4th waits 4 answers, well within the default 60 s timeout unless
       one answer takes 15 s), and a hosted API reaches 32 in three rounds.
+    - **First request alone**: the first request of a run pays for the HTTP library's first-use
+      work (0.05 to 0.3 s more than later replies, measured against the stub on two shared
+      cores). Sent beside others to a one-slot server, its latency would be the baseline, up to
+      3x too high, hiding the queue, and it would never come down, as every later request
+      queues behind another. So the bound is 1 until the first reply, then `START`: of the
+      first window's requests, sent at once, the first served does not queue and gives the
+      baseline.
     - **Baseline**: the lowest latency seen for a kind of request (`key`: the schema and the
       order of magnitude of max_tokens, since a model's latency grows with the reply it writes).
       A request of a kind first seen while requests queue (the last window's ratio >= 1.5) gets
@@ -117,12 +124,11 @@ class AdaptiveLimiter(Limiter):
       ... while the windows keep growing, and by 1 again after a hold or back-off. Growing by
       one per round trip only would take 30 round trips from 2 to 32 after one noisy window;
       this takes 5, and near a server's capacity it still probes one step at a time. There is
-      no band between growing and backing off: a hosted API's latency varies by 1.2 to 1.4x
-      between like requests whatever the load, and it must not hold such a client at 4.
+      no band between growing and backing off in which the bound holds: a hosted API's latency
+      varies between like requests whatever the load, and that must not hold its client at 4.
     - **Back off on queueing**: a ratio >= `QUEUE_RATIO` in two windows in a row means
       requests wait at the server; the bound becomes bound / ratio (the lower of the two).
-      One window is not enough: the first requests of a run pay for connections and the HTTP
-      library's first-use work (0.1 to 0.3 s, measured against the stub), which looks like
+      One window is not enough: a burst of new connections, or a slow reply or two, looks like
       queueing for one window and never again. A server of P slots answering N > P requests
       makes each wait about N / P times the baseline, so bound / ratio lands on P: a one-slot
       server that serialises requests drops to 1 in two windows, without any failed call, and
@@ -142,8 +148,10 @@ class AdaptiveLimiter(Limiter):
 
     def __init__(self, ceiling: int, start: Optional[int] = None) -> None:
         super().__init__(ceiling)
-        self.limit = max(1, min(ceiling, start if start is not None else self.START))
+        self._start = max(1, min(ceiling, start if start is not None else self.START))
+        self.limit = 1  # until the first reply: see "First request alone"
         self._bounds = [self.limit]
+        self._warming = True
         self._slow_start = True
         self._step = 1
         #: the ratio of the last window when it was a queueing one (>= QUEUE_RATIO), else None
@@ -181,6 +189,10 @@ class AdaptiveLimiter(Limiter):
         if base is None:
             base = seconds / self._inflation
         base = self._baseline[key] = min(base, seconds)
+        if self._warming:
+            self._warming = False
+            self._change(self._start, now)
+            return
         if started < self._changed_at:
             return  # asked under another bound: it says nothing about this one
         self._window.append(seconds / base)
@@ -204,7 +216,7 @@ class AdaptiveLimiter(Limiter):
     def _change(self, limit: int, now: float, cut: bool = False) -> None:
         # with self._cond held: a new bound (or the same one) and a new window
         if cut:
-            self._slow_start = False
+            self._warming = self._slow_start = False
             self._cut_at = now
             self._queued = None
         if cut or limit == self.limit:
@@ -212,7 +224,7 @@ class AdaptiveLimiter(Limiter):
         self._set(limit)
         self._changed_at = now
         self._window = []
-        self._busy = self._in_flight
+        self._busy = 0  # raised by the requests started from now on
 
 
 class CallLog:
