@@ -22,11 +22,11 @@ from memctl.errors import ConfigError
 
 DEFAULT_DB_FILE = "memctl.db"
 #: the default cap of llm_concurrency = "auto". 32 requests in flight keep a hosted API busy
-#: (a run at 10k notes makes ~100 requests: 32 at a time is 4 rounds instead of 13 at the old
-#: fixed 8) while staying under common rate limits (32 requests of 2 to 5 s each are 400 to 1,000
-#: a minute: a first-tier account's 500 RPM answers 429 beyond that, and auto backs off). Each
-#: request in flight holds two threads and a connection; more than 32 pays little more: the
-#: client's own CPU per request (a few ms) on two cores starts to be the bound.
+#: (the first dream at 10k notes made 106 requests at 37f1651, issue 25: 32 at a time is 4 rounds,
+#: 14 at the old fixed 8) while staying at 400 to 1,000 requests a minute at 2 to 5 s each, under
+#: many accounts' rate limits (beyond one, the API answers 429 and auto backs off). Each request
+#: in flight holds two threads and a connection; more than 32 pays little more: the client's own
+#: CPU per request (a few ms) on two cores starts to be the bound.
 CONCURRENCY_MAX = 32
 
 
