@@ -102,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1], help="the checkout whose memctl runs")
     parser.add_argument("--dreams", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--llm-concurrency", type=int, default=8)
+    parser.add_argument(
+        "--llm-concurrency",
+        help="auto or a number (default: the measured memctl's own default: auto since issue 25, 8 before)",
+    )
     parser.add_argument("--profile", type=Path, help="run the first dream under cProfile and write the stats here")
     args = parser.parse_args(argv)
     if (args.store is None) == (args.pg_schema is None):

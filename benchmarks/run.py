@@ -676,7 +676,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--embedder", choices=("stored", "stored+compute", "hashing"), default="stored+compute")
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--llm-concurrency", type=int, default=8)
+    parser.add_argument(
+        "--llm-concurrency",
+        help="auto or a number (default: the measured memctl's own default: auto since issue 25, 8 before)",
+    )
     parser.add_argument(
         "--max-pairs",
         type=int,

@@ -14,13 +14,20 @@ import tomllib
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, get_type_hints
+from typing import Any, Iterable, Mapping, Optional, Union, get_type_hints
 
 from sqlalchemy.engine import make_url
 
 from memctl.errors import ConfigError
 
 DEFAULT_DB_FILE = "memctl.db"
+#: the default cap of llm_concurrency = "auto". 32 requests in flight keep a hosted API busy
+#: (the first dream at 10k notes made 106 requests at 37f1651, issue 25: 32 at a time is 4 rounds,
+#: 14 at the old fixed 8) while staying at 400 to 1,000 requests a minute at 2 to 5 s each, under
+#: many accounts' rate limits (beyond one, the API answers 429 and auto backs off). Each request
+#: in flight holds two threads and a connection; more than 32 pays little more: the client's own
+#: CPU per request (a few ms) on two cores starts to be the bound.
+CONCURRENCY_MAX = 32
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,12 @@ class Settings:
     llm_model: Optional[str] = None
     llm_timeout: float = 60.0
     llm_max_retries: int = 4
-    llm_concurrency: int = 8
+    #: requests in flight: "auto" (grow while latency holds, back off when it rises and on
+    #: timeouts, 429 and 503, within llm_concurrency_max) or a number that pins the bound (halved
+    #: on timeouts, 429 and 503, grown back to it after a run of successes)
+    llm_concurrency: Union[int, str] = "auto"
+    #: the cap of llm_concurrency = "auto" (a pinned number is its own ceiling); see CONCURRENCY_MAX
+    llm_concurrency_max: int = CONCURRENCY_MAX
     #: auto (json_schema, falling back to json_object, then text) or one of those to start from
     llm_response_format: str = "auto"
     #: where the prompt's instructions go: system (a system message), user (folded into the user
@@ -118,6 +130,13 @@ class Settings:
         return self.embed_model if self.embed_provider == "stored" else self.embed_model_id
 
     @property
+    def llm_workers(self) -> int:
+        """Return how many requests may be in flight at most: the pinned bound, or auto's cap."""
+        if self.llm_concurrency == "auto":
+            return self.llm_concurrency_max
+        return max(1, int(self.llm_concurrency))
+
+    @property
     def llm_configured(self) -> bool:
         return bool(self.llm_base_url or self.llm_api_key) and bool(self.llm_model)
 
@@ -183,6 +202,8 @@ def parse_time(text: str) -> datetime:
 
 def _coerce(name: str, kind: Any, value: Any, origin: str) -> Any:
     text = value.strip() if isinstance(value, str) else value
+    if name == "llm_concurrency":
+        return _concurrency(value, origin)
     base = kind
     optional = False
     if getattr(kind, "__origin__", None) is not None or str(kind).startswith("typing.Optional"):
@@ -217,6 +238,21 @@ def _coerce(name: str, kind: Any, value: Any, origin: str) -> Any:
         return text
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{origin}: setting '{name}' has an invalid value {value!r}: {exc}") from None
+
+
+def _concurrency(value: Any, origin: str) -> Union[int, str]:
+    """Return llm_concurrency's value: "auto" or an integer of at least 1 (a ConfigError otherwise)."""
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text == "auto":
+        return "auto"
+    number: Optional[int] = None
+    if isinstance(text, int) and not isinstance(text, bool):
+        number = text
+    elif isinstance(text, str) and re.fullmatch(r"\d+", text):
+        number = int(text)
+    if number is None or number < 1:
+        raise ConfigError(f"{origin}: setting 'llm_concurrency' has an invalid value {value!r}: expected auto or an integer of at least 1")
+    return number
 
 
 def _flatten_file(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -313,7 +349,8 @@ def _validate(s: Settings) -> None:
         ("max_pairs", s.max_pairs >= 0, "zero or more"),
         ("offline_max_pairs", s.offline_max_pairs >= 0, "zero or more"),
         ("prune_cap", s.prune_cap >= 0, "zero or more"),
-        ("llm_concurrency", s.llm_concurrency >= 1, "at least 1"),
+        ("llm_concurrency", _pinned_or_auto(s.llm_concurrency), "auto or an integer of at least 1"),
+        ("llm_concurrency_max", s.llm_concurrency_max >= 1, "at least 1"),
         ("llm_max_retries", s.llm_max_retries >= 0, "zero or more"),
         ("llm_timeout", s.llm_timeout > 0, "positive"),
         ("llm_response_format", s.llm_response_format in ("auto", "json_schema", "json_object", "text"), "auto, json_schema, json_object or text"),
@@ -349,6 +386,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"setting 'agent_id' must be an AIAgent ID (a UUID), got {s.agent_id!r}")
     if s.db_schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s.db_schema):
         raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")
+
+
+def _pinned_or_auto(value: Any) -> bool:
+    return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
 
 
 def replace(settings: Settings, **changes: Any) -> Settings:

@@ -15,6 +15,11 @@ In-process::
         ...
         stub.chat_requests[-1].body["response_format"]
 
+Load (adaptive concurrency): `slots=1` answers one chat request at a time and queues the rest,
+as a one-slot local server does (latency grows with the requests in flight); `throttle`
+answers a window of chat requests with 429 and a Retry-After header, as a hosted API over its
+rate limit does.
+
 Standalone (benchmarks)::
 
     python tests/llmstub.py --port 8765 --latency 0.3
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import hashlib
 import json
 import math
@@ -145,6 +151,16 @@ class RecordedRequest:
 
 
 Responder = Callable[[dict], Union[Reply, dict, list, str]]
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """Answer chat requests number `after + 1` to `after + count` (in arrival order, retries
+    included) with 429 and `Retry-After: retry_after`, as a rate-limited API does."""
+
+    after: int
+    count: int
+    retry_after: float = 0.2
 
 
 def notes_from_request(body: dict) -> Any:
@@ -286,6 +302,8 @@ class LLMStub:
         rejected_formats: tuple[str, ...] = (),
         fault_rate: float = 0.0,
         fault: Optional[Reply] = None,
+        slots: Optional[int] = None,
+        throttle: Optional[Throttle] = None,
         seed: int = 0,
         model: str = "stub-model",
         host: str = "127.0.0.1",
@@ -297,6 +315,16 @@ class LLMStub:
         self.rejected_formats = set(rejected_formats) | ({"json_schema"} if reject_json_schema else set())
         self.fault_rate = fault_rate
         self.fault = fault or Reply.error(503, "stub: injected overload")
+        #: chat requests answered at once (None: all); the others wait for a slot, so a request's
+        #: latency is its own `latency` plus that of the requests ahead of it
+        self.slots = slots
+        self._slot_turns: collections.deque[object] = collections.deque()  # waiting requests, first come first served
+        self._slot_cond = threading.Condition()
+        self._slots_busy = 0
+        self.throttle = throttle
+        #: chat requests answered 429 by `throttle` so far
+        self.throttled = 0
+        self._chat_count = 0
         self.model = model
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -380,6 +408,27 @@ class LLMStub:
             self.max_in_flight = 0
 
     # -- answering -------------------------------------------------------------------------
+    def _take_slot(self) -> bool:
+        """Wait for one of `slots`, first come first served (as llama.cpp's task queue); False when stopping."""
+        turn = object()
+        with self._slot_cond:
+            self._slot_turns.append(turn)
+            while self._slots_busy >= (self.slots or 0) or self._slot_turns[0] is not turn:
+                if self._stopping.is_set():
+                    self._slot_turns.remove(turn)
+                    self._slot_cond.notify_all()
+                    return False
+                self._slot_cond.wait(0.05)
+            self._slot_turns.popleft()
+            self._slots_busy += 1
+            self._slot_cond.notify_all()
+            return True
+
+    def _give_slot(self) -> None:
+        with self._slot_cond:
+            self._slots_busy -= 1
+            self._slot_cond.notify_all()
+
     def _next_chat_reply(self, body: Any) -> Reply:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return Reply.error(400, "stub: 'messages' is required")
@@ -390,6 +439,10 @@ class LLMStub:
                 400, f"Invalid parameter: response_format of type '{rf_type}' is not supported by this model."
             )
         with self._lock:
+            self._chat_count += 1
+            if self.throttle is not None and self.throttle.after < self._chat_count <= self.throttle.after + self.throttle.count:
+                self.throttled += 1
+                return Reply.error(429, "stub: rate limit reached", retry_after=self.throttle.retry_after)
             if self._queue:
                 return self._queue.pop(0)
             injected = self.fault_rate > 0 and self._rng.random() < self.fault_rate
@@ -537,9 +590,17 @@ class LLMStub:
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
                 wait = stub.latency + reply.delay
-                if wait > 0 and stub._stopping.wait(wait):
+                slotted = bool(stub.slots) and path.endswith("/chat/completions")
+                if slotted and not stub._take_slot():
                     self._reset()
                     return
+                try:
+                    if wait > 0 and stub._stopping.wait(wait):
+                        self._reset()
+                        return
+                finally:
+                    if slotted:
+                        stub._give_slot()
                 if reply.reset:
                     self._reset()
                     return
@@ -595,6 +656,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--dim", type=int, default=64, help="embedding dimension")
     parser.add_argument("--reject-json-schema", action="store_true", help="answer json_schema requests with 400")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of chat calls answered with a 503")
+    parser.add_argument("--slots", type=int, help="chat calls answered at once, the others queued (1: a one-slot server)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     stub = LLMStub(
@@ -602,6 +664,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         embedding_dim=args.dim,
         reject_json_schema=args.reject_json_schema,
         fault_rate=args.fault_rate,
+        slots=args.slots,
         seed=args.seed,
         host=args.host,
         port=args.port,

@@ -7,7 +7,8 @@ are small and the eval is limited. What is asserted is the path, not the model's
 every reply is parsed or rejected with a reason, no HTTP call outlives its deadline, and
 nothing harmful is applied (verify passes, no scope widens, every fact of a revoked note is
 stated by an Active note or under review). A reply the model gets wrong is unusable, not an
-outage (issue 28): the run exits 0 and the step counts it. Figures go to MEMCTL_LLM_REPORT when
+outage (issue 28): the run exits 0 and the step counts it. `llm_concurrency = auto` settles at 1
+or 2 on this one-slot server without a failed call (issue 25). Figures go to MEMCTL_LLM_REPORT when
 it is set.
 """
 
@@ -27,11 +28,15 @@ from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
+from pydantic import BaseModel
 
 from conftest import Db, make_db
 from factory import NOW, Store, at, days
 from memctl import api
+from memctl.llm.calls import AdaptiveLimiter
+from memctl.llm.client import LLMClient
 from memctl.phases.safety import _sentences, unstated_text
+from memctl.stopping import Deadline, gather
 from memctl.records import NoteRecord
 from memctl.store import models as m
 from memctl.verify import verify
@@ -247,6 +252,33 @@ def test_dream_against_the_local_model(db: Db, server: str, tmp_path: Path) -> N
     FIGURES["dream"] = {"exitCode": report.exit_code, "phases": {p.phase: p.message for p in report.phases}, "rejected": rejected(report)}
     assert_calls_bounded(log, "dreamCalls")
     assert_harmless(db)
+
+
+class Number(BaseModel):
+    n: int
+
+
+def test_auto_concurrency_settles_at_one_or_two_on_the_one_slot_server(server: str, tmp_path: Path) -> None:
+    """Issue 25: llama-cpp-python's server answers one request at a time and queues the rest; `auto`
+    must find that out from latency alone (it starts at 4), without a timeout, a back-off or a failed call."""
+    log = tmp_path / "llm.jsonl"
+    client = LLMClient(server, "unused", MODEL, timeout=TIMEOUT, max_retries=0, concurrency="auto", log_path=log)
+    questions = [f"Reply with the JSON object {{\"n\": {k}}} and nothing else." for k in range(24)]
+    results: dict[int, Any] = {}
+    started = time.monotonic()
+    try:
+        ask = lambda q: client.complete_json("You answer with one JSON object.", q, Number, "number", max_tokens=16)
+        gather(ask, questions, client.concurrency, Deadline(3000), results.__setitem__)
+        peak, end = client.concurrency_reached(0)
+        counters = client.counters()
+    finally:
+        client.close()
+    FIGURES["autoConcurrency"] = {"peak": peak, "end": end, "seconds": round(time.monotonic() - started, 1), **counters}
+    # every call got a reply (a reply SmolLM2 gets wrong is unusable, not a failed call)
+    assert len(results) == len(questions) and all(r.answered or r.reply is not None for r in results.values())
+    assert counters["timeouts"] == counters["concurrencyBackoffs"] == counters["retries"] == 0
+    assert 1 <= end <= 2 and peak <= 2 * AdaptiveLimiter.START
+    assert_calls_bounded(log, "autoConcurrencyCalls")
 
 
 #: one small store (an agent's notes about one user) per language: three wordings of one fact, two account notes with numbers

@@ -1,12 +1,17 @@
 """What one HTTP call of the client can end in besides a reply, how many calls run at once (a
-bound that adapts to overload), and the JSON Lines log of every call."""
+bound pinned by `llm_concurrency = N` that halves on overload, or the `auto` bound that adapts
+to latency and overload), the reader threads that read reply bodies under a wall-clock deadline,
+and the JSON Lines log of every call."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
+import statistics
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -31,7 +36,8 @@ class ReplyTooLarge(Exception):
 
 
 class Limiter:
-    """A concurrency bound that halves on overload and grows back by one after steady success."""
+    """A pinned concurrency bound (`llm_concurrency = N`): N is the ceiling, halved on overload
+    (a timeout, 429 or 503) and grown back by one after a run of successes."""
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
@@ -39,30 +45,190 @@ class Limiter:
         self._in_flight = 0
         self._streak = 0
         self._cond = threading.Condition()
+        #: every bound in force so far, in order (the first is the starting one): `peak_since`
+        self._bounds = [self.limit]
 
-    def acquire(self) -> None:
+    def acquire(self) -> float:
+        """Wait for a free slot; return when it was granted (pass it to `release`)."""
         with self._cond:
             while self._in_flight >= self.limit:
                 self._cond.wait()
             self._in_flight += 1
+            return time.monotonic()
 
-    def release(self, overloaded: bool) -> bool:
-        """Release a slot; return True when this release lowered the bound."""
+    def release(self, overloaded: bool, started: Optional[float] = None, key: Optional[str] = None) -> bool:
+        """Release a slot; return True when an overload (timeout, 429, 503) lowered the bound.
+
+        `started` is what `acquire` returned and `key` the kind of request when a reply arrived
+        (None when the call failed): the pinned bound ignores both, the adaptive one learns
+        latency from them.
+        """
         with self._cond:
             self._in_flight -= 1
             lowered = False
             if overloaded:
                 self._streak = 0
                 if self.limit > 1:
-                    self.limit = max(1, self.limit // 2)
+                    self._set(max(1, self.limit // 2))
                     lowered = True
             else:
                 self._streak += 1
                 if self.limit < self.ceiling and self._streak >= 2 * self.limit:
-                    self.limit += 1
+                    self._set(self.limit + 1)
                     self._streak = 0
             self._cond.notify_all()
             return lowered
+
+    def mark(self) -> int:
+        """Return a mark of now, for `peak_since`."""
+        with self._cond:
+            return len(self._bounds)
+
+    def peak_since(self, mark: int) -> int:
+        """Return the highest bound in force since `mark` was taken (the one then included)."""
+        with self._cond:
+            return max(self._bounds[max(0, mark - 1) :])
+
+    def _set(self, limit: int) -> None:
+        # with self._cond held
+        if limit != self.limit:
+            self.limit = limit
+            self._bounds.append(limit)
+
+
+class AdaptiveLimiter(Limiter):
+    """The `auto` concurrency bound: grows while latency holds, backs off on overload and queueing.
+
+    Why this shape (TCP's congestion control, with latency as the congestion signal as in TCP
+    Vegas and Netflix's concurrency-limits "gradient"):
+
+    - **Start low** (`START`, 4): a one-slot local server then queues at most 4 requests before
+      the first verdict (the 4th waits 4 answers, well within the default 60 s timeout unless
+      one answer takes 15 s), and a hosted API reaches 32 in three rounds.
+    - **First request alone**: the first request of a run pays for the HTTP library's first-use
+      work (0.05 to 0.3 s more than later replies, measured against the stub on two shared
+      cores). Sent beside others to a one-slot server, its latency would be the baseline, up to
+      3x too high, hiding the queue, and it would never come down, as every later request
+      queues behind another. So the bound is 1 until the first reply, then `START`: of the
+      first window's requests, sent at once, the first served does not queue and gives the
+      baseline.
+    - **Baseline**: the lowest latency seen for a kind of request (`key`: the schema and the
+      order of magnitude of max_tokens, since a model's latency grows with the reply it writes).
+      A request of a kind first seen while requests queue (the last window's ratio >= 1.5) gets
+      its latency divided by that ratio, so a new kind does not start from a queued one.
+    - **Windows**: decisions are taken once per window of max(3, bound) replies to requests
+      started under the current bound (about one round trip), on the window's mean latency
+      over its baseline (the ratio). The mean, not the median: by Little's law a server that
+      holds N requests and answers one at a time makes their mean latency N times one answer
+      whatever order it serves them in, and llama-cpp-python's lock is not first come first
+      served (a median then sees the lucky requests only).
+    - **Grow** while the ratio stays below `QUEUE_RATIO` (1.5) and the window used every slot
+      (a bound never filled proves nothing: it must not grow during a phase's last few
+      requests): doubling until the first back-off ("slow start"); after it by 1, then 2, 4,
+      ... while the windows keep growing, and by 1 again after a hold or back-off. Growing by
+      one per round trip only would take 30 round trips from 2 to 32 after one noisy window;
+      this takes 5, and near a server's capacity it still probes one step at a time. There is
+      no band between growing and backing off in which the bound holds: a hosted API's latency
+      varies between like requests whatever the load, and that must not hold its client at 4.
+    - **Back off on queueing**: a ratio >= `QUEUE_RATIO` in two windows in a row means
+      requests wait at the server; the bound becomes bound / ratio (the lower of the two).
+      One window is not enough: a burst of new connections, or a slow reply or two, looks like
+      queueing for one window and never again. A server of P slots answering N > P requests
+      makes each wait about N / P times the baseline, so bound / ratio lands on P: a one-slot
+      server that serialises requests drops to 1 in two windows, without any failed call, and
+      probes 2 again now and then (two windows near 2 send it back to 1). 1.5 sits between 1
+      (no queue) and 2 (one request waiting behind each): the client's own overhead makes a
+      one-slot server's ratio at 2 slightly lower than 2, never as low as 1.5.
+    - **Back off on overload**: a timeout, 429 or 503 halves the bound at once, at most once
+      per round (calls started before the last cut do not cut again: eight requests that all
+      meet the same 429 halve it once, not eight times). The client honours Retry-After before
+      it retries; a retried call that then succeeds is no failure, only a back-off.
+    - The bound never exceeds the cap (`llm_concurrency_max`) nor drops below 1.
+    """
+
+    START = 4
+    QUEUE_RATIO = 1.5
+    MIN_WINDOW = 3
+
+    def __init__(self, ceiling: int, start: Optional[int] = None) -> None:
+        super().__init__(ceiling)
+        self._start = max(1, min(ceiling, start if start is not None else self.START))
+        self.limit = 1  # until the first reply: see "First request alone"
+        self._bounds = [self.limit]
+        self._warming = True
+        self._slow_start = True
+        self._step = 1
+        #: the ratio of the last window when it was a queueing one (>= QUEUE_RATIO), else None
+        self._queued: Optional[float] = None
+        self._changed_at = time.monotonic()
+        self._cut_at = -math.inf
+        self._window: list[float] = []
+        self._busy = 0
+        self._baseline: dict[str, float] = {}
+        self._inflation = 1.0
+
+    def acquire(self) -> float:
+        started = super().acquire()
+        with self._cond:
+            self._busy = max(self._busy, self._in_flight)
+        return started
+
+    def release(self, overloaded: bool, started: Optional[float] = None, key: Optional[str] = None) -> bool:
+        now = time.monotonic()
+        with self._cond:
+            self._in_flight -= 1
+            lowered = False
+            if overloaded:
+                if started is None or started >= self._cut_at:
+                    lowered = self.limit > 1
+                    self._change(max(1, self.limit // 2), now, cut=True)
+            elif key is not None and started is not None:
+                self._sample(key, now - started, started, now)
+            self._cond.notify_all()
+            return lowered
+
+    def _sample(self, key: str, seconds: float, started: float, now: float) -> None:
+        seconds = max(seconds, 1e-4)
+        base = self._baseline.get(key)
+        if base is None:
+            base = seconds / self._inflation
+        base = self._baseline[key] = min(base, seconds)
+        if self._warming:
+            self._warming = False
+            self._change(self._start, now)
+            return
+        if started < self._changed_at:
+            return  # asked under another bound: it says nothing about this one
+        self._window.append(seconds / base)
+        if len(self._window) < max(self.MIN_WINDOW, self.limit):
+            return
+        ratio = statistics.fmean(self._window)
+        self._inflation = ratio if ratio >= self.QUEUE_RATIO else 1.0  # only queueing inflates
+        queued, self._queued = self._queued, (ratio if ratio >= self.QUEUE_RATIO else None)
+        if queued is not None and self._queued is not None:
+            self._change(max(1, int(self.limit / min(ratio, queued))), now, cut=True)
+            self._queued = None
+        elif self._queued is not None:
+            self._change(self.limit, now)  # queueing once: hold, and see whether it lasts
+        elif self._busy >= self.limit and self.limit < self.ceiling:
+            grown = self.limit * 2 if self._slow_start else self.limit + self._step
+            self._change(min(self.ceiling, grown), now)
+            self._step *= 2
+        else:
+            self._change(self.limit, now)  # hold, and start a new window
+
+    def _change(self, limit: int, now: float, cut: bool = False) -> None:
+        # with self._cond held: a new bound (or the same one) and a new window
+        if cut:
+            self._warming = self._slow_start = False
+            self._cut_at = now
+            self._queued = None
+        if cut or limit == self.limit:
+            self._step = 1
+        self._set(limit)
+        self._changed_at = now
+        self._window = []
+        self._busy = 0  # raised by the requests started from now on
 
 
 class CallLog:

@@ -22,9 +22,11 @@ instructions, and the client remembers the downgrade for the rest of its life (o
 `response_format` pins the first mode instead of negotiating from the top.
 
 Every request carries `max_tokens` sized by the caller to the reply it expects, so a model that
-rambles is cut off instead of holding a one-slot server for minutes. Concurrency adapts: the
-configured bound is the ceiling, halved on every timeout, 429 or 503 (a server that queues
-requests), and grown back by one after a run of successes.
+rambles is cut off instead of holding a one-slot server for minutes. Concurrency adapts:
+`concurrency="auto"` starts low and grows while latency holds, up to `concurrency_max`, and backs
+off when latency rises (the server queues) and on every timeout, 429 or 503
+(memctl/llm/calls.py `AdaptiveLimiter`); a number pins the bound: it is the ceiling, halved on
+every timeout, 429 or 503, and grown back by one after a run of successes.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
-from memctl.llm.calls import CallDropped, CallLog, CallTimeout, Limiter, Readers, ReplyTooLarge
+from memctl.llm.calls import AdaptiveLimiter, CallDropped, CallLog, CallTimeout, Limiter, Readers, ReplyTooLarge
 from memctl.llm.schema import schema_instructions, strict_schema, strip_fences
 from memctl.settings import mask_secrets
 
@@ -83,8 +85,9 @@ class LLMClient:
         model: str,
         timeout: float = 60,
         max_retries: int = 4,
-        concurrency: int = 8,
+        concurrency: Union[int, str] = 8,
         *,
+        concurrency_max: int = 32,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
@@ -102,8 +105,11 @@ class LLMClient:
             raise ConfigError(f"LLM timeout must be positive, not {timeout}")
         if max_retries < 0:
             raise ConfigError(f"LLM max_retries must be 0 or more, not {max_retries}")
-        if concurrency < 1:
-            raise ConfigError(f"LLM concurrency must be at least 1, not {concurrency}")
+        adaptive = concurrency == "auto"
+        if not adaptive and (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1):
+            raise ConfigError(f"LLM concurrency must be auto or at least 1, not {concurrency!r}")
+        if concurrency_max < 1:
+            raise ConfigError(f"LLM concurrency_max must be at least 1, not {concurrency_max}")
         if backoff_base < 0 or backoff_max < 0 or max_retry_after < 0:
             raise ConfigError("LLM backoff settings must not be negative")
         if response_format not in FORMAT_SETTINGS:
@@ -114,7 +120,8 @@ class LLMClient:
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = max_retries
-        self.concurrency = concurrency
+        #: the most requests ever in flight: the pinned bound, or the cap of the adaptive one
+        self.concurrency = concurrency_max if adaptive else int(concurrency)
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_retry_after = max_retry_after
@@ -124,7 +131,7 @@ class LLMClient:
         self._openai = openai.OpenAI(
             base_url=self.base_url, api_key=api_key or "unused", timeout=self.timeout, max_retries=0
         )
-        self._limiter = Limiter(concurrency)
+        self._limiter = AdaptiveLimiter(concurrency_max) if adaptive else Limiter(self.concurrency)
         self._mode_lock = threading.Lock()
         self._mode = 0 if response_format == "auto" else FORMAT_MODES.index(response_format)
         self._token_param = "max_tokens"
@@ -152,6 +159,14 @@ class LLMClient:
     def concurrency_now(self) -> int:
         """The concurrency bound in force now (the configured one, or less after overload)."""
         return self._limiter.limit
+
+    def concurrency_mark(self) -> int:
+        """Return a mark of now for `concurrency_reached`."""
+        return self._limiter.mark()
+
+    def concurrency_reached(self, mark: int) -> tuple[int, int]:
+        """Return the highest concurrency bound in force since `mark`, and the bound now."""
+        return self._limiter.peak_since(mark), self._limiter.limit
 
     @property
     def system_role(self) -> str:
@@ -205,12 +220,13 @@ class LLMClient:
         last_error: Optional[tuple[int, str]] = None
         while True:
             calls += 1
-            self._limiter.acquire()
-            overloaded = timed_out = False
+            started = self._limiter.acquire()
+            overloaded = timed_out = replied = False
             # Read after a slot is free: another call may have downgraded the format meanwhile.
             mode = self._mode
             try:
                 data = self._call(self._messages(system, user, schema, mode), schema, schema_name, mode, max_tokens)
+                replied = True
             except openai.APIStatusError as exc:
                 overloaded = exc.status_code in OVERLOAD_STATUSES
                 if self._rejects_format(exc, mode):
@@ -242,7 +258,10 @@ class LLMClient:
             else:
                 return self._parse(data, reply_model, usage, calls)
             finally:
-                if self._limiter.release(overloaded):
+                # a reply's latency teaches the adaptive bound, per kind of request (the schema, and
+                # the order of magnitude of the reply asked for: a model's latency grows with it)
+                kind = f"{schema_name}/{(max_tokens or 0).bit_length()}" if replied else None
+                if self._limiter.release(overloaded, started, kind):
                     self._count("concurrencyBackoffs")
                     log.warning("LLM server is overloaded (%s); concurrency lowered to %d", "timeout/429/503", self._limiter.limit)
             if not retryable or attempt >= self.max_retries:

@@ -20,6 +20,7 @@ def make_judge(settings: Settings) -> Judge:
         client = LLMClient(
             settings.llm_base_url, settings.llm_api_key, settings.llm_model,
             timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, concurrency=settings.llm_concurrency,
+            concurrency_max=settings.llm_concurrency_max,
             response_format=settings.llm_response_format, system_role=settings.llm_system_role,
             log_path=settings.llm_log, secrets=settings.secrets(),
         )

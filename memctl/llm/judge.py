@@ -92,6 +92,14 @@ class LLMJudge:
         """Return the client's request, retry, timeout, fallback and back-off counts so far."""
         return self.client.counters()
 
+    def concurrency_mark(self) -> int:
+        """Return a mark of now for `concurrency_reached`."""
+        return self.client.concurrency_mark()
+
+    def concurrency_reached(self, mark: int) -> tuple[int, int]:
+        """Return the highest concurrency bound the client used since `mark`, and its bound now."""
+        return self.client.concurrency_reached(mark)
+
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
         """Ask for one note keeping every distinct fact of `notes` (a ConsolidationReply)."""
         return self._ask("consolidate", question_data("consolidate", notes), self._consolidation_budget(notes), reference_date)

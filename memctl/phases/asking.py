@@ -182,18 +182,36 @@ CLIENT_COUNTERS = {
 }
 
 
+#: step output keys that are levels, not counts: a phase that asks several times keeps the
+#: highest peak and the last end (memctl/phases/consolidate/rules.py `add`)
+CONCURRENCY_PEAK, CONCURRENCY_END = "llmConcurrencyPeak", "llmConcurrencyEnd"
+
+
 def client_counters(judge: Judge) -> dict[str, int]:
-    """Return the judge's client counters (none for the offline provider)."""
+    """Return the judge's client counters (none for the offline provider), with a concurrency mark."""
     counters = getattr(judge, "counters", None)
-    return counters() if callable(counters) else {}
+    out = counters() if callable(counters) else {}
+    mark = getattr(judge, "concurrency_mark", None)
+    if out and callable(mark):
+        out["concurrencyMark"] = mark()
+    return out
 
 
 def counters_since(judge: Judge, before: dict[str, int]) -> dict[str, int]:
-    """Return the step-output counts of what the judge's client did since `before` was taken."""
+    """Return the step-output counts of what the judge's client did since `before` was taken.
+
+    With them the concurrency reached meanwhile: `llmConcurrencyPeak`, the highest bound on
+    requests in flight, and `llmConcurrencyEnd`, the bound at the end (the pinned
+    `llm_concurrency`, or where `auto` settled; both lower after overload).
+    """
     now = client_counters(judge)
     if not now:
         return {}
-    return {key: now.get(name, 0) - before.get(name, 0) for name, key in CLIENT_COUNTERS.items()}
+    out = {key: now.get(name, 0) - before.get(name, 0) for name, key in CLIENT_COUNTERS.items()}
+    reached = getattr(judge, "concurrency_reached", None)
+    if callable(reached) and "concurrencyMark" in before:
+        out[CONCURRENCY_PEAK], out[CONCURRENCY_END] = reached(before["concurrencyMark"])
+    return out
 
 
 def question_key(judge: Judge, question: Question) -> str:
@@ -368,9 +386,9 @@ def ask_all(
     ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
     where = f"while waiting for {judge.model}'s answers"
     try:
-        gather(many, jobs, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered_many, where)
+        gather(many, jobs, ctx.settings.llm_workers, ctx.deadline, answered_many, where)
         alone.sort()
-        gather(one, alone, max(1, ctx.settings.llm_concurrency), ctx.deadline, answered_alone, where)
+        gather(one, alone, ctx.settings.llm_workers, ctx.deadline, answered_alone, where)
     except RunStopped:
         # Keep what was answered before the stop, so the next run does not ask it again; a
         # failure to do so must not hide why the run stopped.

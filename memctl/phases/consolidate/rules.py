@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from memctl.llm.base import Judge
 from memctl.llm.replies import NOTE_TYPES
-from memctl.phases.asking import AskStats
+from memctl.phases.asking import CONCURRENCY_END, CONCURRENCY_PEAK, AskStats
 from memctl.phases.notes import consolidatable, note_guard
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import TIERS, NoteRecord, PartitionKey
@@ -239,4 +239,9 @@ class Tally:
         self.prompt_tokens += stats.usage.prompt_tokens
         self.completion_tokens += stats.usage.completion_tokens
         for key, value in stats.client.items():
-            self.client[key] = self.client.get(key, 0) + value
+            if key == CONCURRENCY_PEAK:
+                self.client[key] = max(self.client.get(key, 0), value)
+            elif key == CONCURRENCY_END:
+                self.client[key] = value
+            else:
+                self.client[key] = self.client.get(key, 0) + value
