@@ -274,3 +274,36 @@ def test_a_saved_plan_merging_ephemeral_notes_applies_and_keeps_the_tier(db: Db,
     result = cli(db, "apply", str(plan_file))
     assert result.exit_code == 0, result.output
     assert Store(db.engine).row(m.note, insert_of(unit)["record_id"])["ProtectionTier"] == "Ephemeral"
+
+
+# --- several units per transaction (issue 25) -----------------------------------------------------
+
+
+def test_units_in_one_transaction_each_see_what_the_units_before_them_wrote(db: Db) -> None:
+    """Two units revoking one note, planned on the same state: applied together in one call, the
+    second finds the note changed and is skipped, as it would be applied after the first alone."""
+    from memctl.plan import Mutation, Unit
+    from memctl.store.changes import ApplyContext, apply_batch, batches
+
+    store = Store(db.engine)
+    shared, other = store.note("Alice likes tea."), store.note("Alice likes green tea.")
+    winners = [store.note("Alice prefers coffee."), store.note("Alice drinks coffee.")]
+    units = [
+        Unit("contradiction", f"pair:{k}", "contradicted", (
+            Mutation("AIAgentNote", shared, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": winner}, "Contradicted", note_guard(db, shared)),
+        ))
+        for k, winner in enumerate(winners)
+    ] + [Unit("contradiction", "pair:other", "contradicted", (
+        Mutation("AIAgentNote", other, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": winners[0]}, "Contradicted", note_guard(db, other)),
+    ))]
+    cut = batches(units)
+    assert [[u.key for u in batch] for batch in cut] == [["pair:0"], ["pair:1", "pair:other"]]
+    ctx = ApplyContext(db.engine, str(uuid.uuid4()), None, NOW)
+    outcomes = [o for batch in cut for o in apply_batch(ctx, batch)]
+    assert [bool(o.applied) for o in outcomes] == [True, False, True]
+    assert "changed since planning" in outcomes[1].skipped[0][1]
+    with db.engine.connect() as conn:
+        into = conn.execute(sa.select(m.note.c.ConsolidatedIntoNoteID).where(m.note.c.ID == shared)).scalar_one()
+        logged = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.RunID == ctx.run_id)).scalar_one()
+    assert str(into).lower() == winners[0].lower() and store.status(other) == "Revoked"
+    assert logged == 2

@@ -302,6 +302,9 @@ def _row_state(row: Mapping[str, Any]) -> dict[str, Any]:
 #: kind and one change-log insert per batch instead of per unit. A kill mid-batch loses the batch
 #: (the next run plans it again), never half a unit: the transaction commits whole or not at all.
 BATCH_UNITS = 50
+#: and at most this many mutations, whatever the units (a unit larger than this goes alone): a
+#: transaction stays short, and a batch of archivals (500 a unit) is still a transaction of its own
+BATCH_MUTATIONS = 500
 
 
 @dataclass
@@ -343,7 +346,8 @@ def unit_records(unit: Unit) -> set[str]:
 
 
 def batches(units: Sequence[Unit], size: Optional[int] = None) -> list[list[Unit]]:
-    """Cut `units` into consecutive batches of at most `size` (BATCH_UNITS), in plan order.
+    """Cut `units` into consecutive batches of at most `size` (BATCH_UNITS) units and BATCH_MUTATIONS
+    mutations, in plan order.
 
     Two units of one batch never touch one record (a batch starts anew at the unit that would):
     each unit is then checked against the rows as they were when the batch began, which is what
@@ -352,13 +356,15 @@ def batches(units: Sequence[Unit], size: Optional[int] = None) -> list[list[Unit
     size = size or BATCH_UNITS
     out: list[list[Unit]] = []
     seen: set[str] = set()
+    mutations = 0
     for unit in units:
         touched = unit_records(unit)
-        if not out or len(out[-1]) >= size or touched & seen:
+        if not out or len(out[-1]) >= size or touched & seen or mutations + len(unit.mutations) > BATCH_MUTATIONS:
             out.append([])
-            seen = set()
+            seen, mutations = set(), 0
         out[-1].append(unit)
         seen |= touched
+        mutations += len(unit.mutations)
     return out
 
 
