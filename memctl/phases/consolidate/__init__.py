@@ -61,7 +61,7 @@ from memctl.phases.consolidate.absorption import (
 from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_cases
 from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
-from memctl.phases.consolidate.synthesis import ask_clusters
+from memctl.phases.consolidate.synthesis import ClusterQuestions
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
@@ -208,9 +208,10 @@ class ConsolidatePhase:
         for key in cluster_keys:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
-        cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes)
-        if cases:
-            ask_clusters(ctx, get_judge(), cases, tally)
+        # each partition's questions go out as soon as its clusters are known, while the next are clustered
+        with ClusterQuestions(ctx, get_judge, tally) as asked:
+            cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
+            asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]
         revoked = gone | {n_id for unit in cluster_units for n_id in revoked_ids(unit)}
         changes.update(credited(cluster_units))
