@@ -163,6 +163,11 @@ class Pool:
             threading.Thread(target=self._work, name=name, daemon=True).start()
         return number
 
+    @property
+    def waiting(self) -> int:
+        """Return how many submitted jobs no thread has taken yet."""
+        return self._queued
+
     def _work(self) -> None:
         while not self._abandoned.is_set():
             job = self._todo.get()

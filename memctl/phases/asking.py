@@ -278,6 +278,10 @@ def pool_size(ctx: PhaseContext) -> int:
     return ctx.settings.llm_workers
 
 
+#: at most this many questions are held to be sorted out together (see `Asking`)
+HOLD_AT_MOST = 64
+
+
 def ask_all(
     ctx: PhaseContext,
     judge: Judge,
@@ -299,13 +303,18 @@ class Asking:
     """Questions sent as soon as they are known, while the caller goes on; answered by `finish()`.
 
     `submit(questions)` sorts them out (cached, paused, to ask: `triage`) and hands their requests
-    at once to a pool of `pool_size` threads, so the caller plans its next partition while they
-    are in flight (issue 25). `finish()` waits for the rest, asks again alone what a batch left
+    to a pool of `pool_size` threads, so the caller plans its next partition while they are in
+    flight (issue 25). `finish()` waits for the rest, asks again alone what a batch left
     unanswered, caches and pauses (`_tally`), and returns every answer in submission order with
     what it cost. A request only ever holds questions of one `submit` (`_jobs` runs over each
     submission on its own), so submitting a partition at a time makes the same requests as
     submitting them all at once: questions of two groups never share one anyway. Which thread
     answers what, and when, changes nothing in the answers, their order or the counts.
+
+    Submissions are sorted out together, in one read of the cache and pauses, while nothing
+    would be gained by sending them at once: while every thread has a request waiting already,
+    and while the last ones sent were all answered without a request (a warm cache), up to
+    `HOLD_AT_MOST` questions. A submission that would keep a thread busy goes out at once.
 
     `eager=False` holds the questions until `finish()` (a judge that makes no calls: nothing to
     overlap). Use it as a context manager: leaving it early abandons the requests in flight and,
@@ -327,7 +336,9 @@ class Asking:
         self.stats = AskStats()
         self.sorted_out = Triage([], {}, set(), {}, [], [])
         self.examples: dict[str, Any] = {}
-        self.held: list[Question] = []
+        self.held: list[list[Question]] = []  # submissions not sorted out yet
+        self.held_questions = 0
+        self.quiet = False  # the last questions sorted out needed no request
         self.jobs: list[list[int]] = []
         self.alone: list[int] = []
         self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
@@ -352,14 +363,20 @@ class Asking:
 
     def submit(self, questions: Sequence[Question]) -> None:
         """Add `questions` (answered in this order after those submitted before) and send their requests."""
+        if questions:
+            self.held.append(list(questions))
+            self.held_questions += len(questions)
         if not self.eager:
-            self.held.extend(questions)
-        elif questions:
-            self._send(questions)
-            self._collect(self.pool.ready())
+            return
+        if self.held_questions >= HOLD_AT_MOST or (self.held and not self.quiet and not self.pool.waiting):
+            self._send()
+        self._collect(self.pool.ready())
 
-    def _send(self, questions: Sequence[Question]) -> None:
+    def _send(self) -> None:
+        """Sort out the held submissions in one read and send their requests, a submission's own."""
         judge, offset, out = self.judge, len(self.questions), self.sorted_out
+        submissions, self.held, self.held_questions = self.held, [], 0
+        questions = [q for submission in submissions for q in submission]
         for kind in {q.kind for q in questions} - self.examples.keys():
             self.examples[kind] = examples_for(judge, kind)
         part = triage(self.ctx, judge, questions, self.reply_model, self.check)
@@ -382,9 +399,14 @@ class Asking:
             self.stats.will_ask_again(pause)
         fresh = [offset + i for i in part.fresh]
         out.fresh.extend(fresh)
-        for job in _jobs(self.ctx, judge, self.questions, fresh):
-            self.jobs.append(job)
-            self.sent[self.pool.submit(self._many, job)] = job
+        self.quiet = not fresh
+        start = offset
+        for submission in submissions:
+            end = start + len(submission)
+            for job in _jobs(self.ctx, judge, self.questions, [i for i in fresh if start <= i < end]):
+                self.jobs.append(job)
+                self.sent[self.pool.submit(self._many, job)] = job
+            start = end
 
     def _one(self, i: int) -> Answer:
         question, key = self.questions[i], self.sorted_out.keys[i]
@@ -475,8 +497,7 @@ class Asking:
         """Wait for every answer; return them in submission order, and what they cost."""
         ctx, judge, stats = self.ctx, self.judge, self.stats
         if self.held:
-            held, self.held = self.held, []
-            self._send(held)
+            self._send()
         ctx.reporter.start(f"asking {judge.model}", total=len(self.sorted_out.fresh))
         self.reporting = True
         if self.answered:
