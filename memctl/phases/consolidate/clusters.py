@@ -56,9 +56,9 @@ def cluster_cases(
 ) -> list[ClusterCase]:
     """Return the clusters of the partitions `keys`, in order, each one question to the judge.
 
-    `found_in(cases)` is called with each partition's cases as soon as they are known (not for
-    a partition without any), so their questions can be sent while the next partitions are
-    clustered.
+    `found_in(cases)` is called after each partition with its cases (none, for a partition
+    without a cluster), as soon as they are known, so their questions can be sent while the next
+    partitions are clustered.
     """
     settings = ctx.settings
     cases: list[ClusterCase] = []
@@ -71,6 +71,8 @@ def cluster_cases(
         threshold = index.thresholds(pv.model)[0]
         found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
         if not found:
+            if found_in is not None:
+                found_in([])
             continue
         clustered = {members[i].id for cluster in found for i in cluster}
         # With a model, the model decides: only hard evidence (numbers, IDs, e-mails, URLs,
@@ -102,7 +104,7 @@ def cluster_cases(
                         vet=outside_vet([(n.id, n.note) for n in cluster_notes], "cluster"),
                     )
                     cases.append(ClusterCase(key, cluster_notes, pv.model, question))
-        if found_in is not None and len(cases) > first:
+        if found_in is not None:
             found_in(cases[first:])
     return cases
 

@@ -96,11 +96,12 @@ def consolidation_problem(
 class ClusterQuestions:
     """The clusters' questions, sent partition by partition as the clusters are found (`add`), judged by `finish`.
 
-    Each partition's questions go out while the next partitions are clustered (issue 25); the
-    answers are read back in the clusters' order, so the units and their order do not depend on
-    when they arrived. A judge that makes no calls (the offline rules) answers them all in
-    `finish`, as before. Use it as a context manager around the clustering (memctl/phases/asking.py
-    `Asking`: leaving it early abandons the requests in flight).
+    Each partition's questions go out while the next partitions are clustered (issue 25; held a
+    little while every thread has a request waiting, see `Asking`); the answers are read back in
+    the clusters' order, so the units and their order do not depend on when they arrived. A judge
+    that makes no calls (the offline rules) answers them all in `finish`, as before. Use it as a
+    context manager around the clustering (memctl/phases/asking.py `Asking`: leaving it early
+    abandons the requests in flight).
     """
 
     def __init__(self, ctx: PhaseContext, get_judge: Callable[[], Judge], tally: Tally) -> None:
@@ -117,8 +118,10 @@ class ClusterQuestions:
             self._asking.__exit__(kind, exc, tb)
 
     def add(self, cases: list[ClusterCase]) -> None:
-        """Send the questions of one partition's clusters."""
+        """Send the questions of one partition's clusters (none: send what was held, if it is time)."""
         if self._asking is None:
+            if not cases:
+                return
             judge = self.get_judge()
             model = not getattr(judge, "rules", False)
 
