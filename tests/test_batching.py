@@ -403,7 +403,7 @@ class RandomDelays:
 def dry_run_plan(db: Db, stub: LLMStub, plan_file: Path, **changes: Any) -> dict[str, Any]:
     settings = replace(
         db.settings, now=CORPUS_NOW.isoformat(), llm_base_url=stub.base_url, llm_model="stub-model", llm_api_key="sk-test",
-        embed_provider="stored", embed_model=MODEL_ID, max_pairs=100_000, prune_cap=100_000, **changes,
+        embed_provider="stored", embed_model=MODEL_ID, max_pairs=100_000, prune_cap=100_000, questions_per_call=10, **changes,
     )  # fmt: skip
     report = api.dream(settings, api.RunOptions(dry_run=True, plan_out=str(plan_file)), force=True, engine=db.engine)
     assert report.status == "dry-run" and report.exit_code == 0, report.message
@@ -428,5 +428,6 @@ def test_the_plan_is_the_same_whatever_the_concurrency_and_the_order_replies_arr
     assert len({u["detail"]["partition"] for u in consolidation["units"] if u["kind"] == "cluster"}) >= 3, "clusters of several partitions"
     # a judge found to refuse batches is asked alone from then on, at a moment that depends on timing
     assert "batchesRefused" not in consolidation["output"], "the requests made are comparable only while no batch is refused"
+    assert consolidation["output"]["batchRequests"] >= 1, "clusters of one partition share requests"
     assert plans[1] == plans[0] and plans[2] == plans[0]
     assert questions[1] == questions[0] and questions[2] == questions[0]
