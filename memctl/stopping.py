@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -102,36 +102,16 @@ class Deadline:
         )
 
 
-def gather(fn: Callable[[T], U], items: Sequence[T], workers: int, deadline: Deadline, on_done: Callable[[int, U], None], where: str = "") -> None:
-    """Compute `fn(item)` for every item on at most `workers` daemon threads.
-
-    `on_done(index, result)` runs in the caller's thread as each result arrives. At the deadline
-    (or when the caller's thread is interrupted) the calls still running are abandoned, not
-    awaited: their threads are daemons, so they never keep the process alive. An exception that
-    `fn` raises is re-raised here.
-    """
-    if not items:
-        return
-    pool = Pool(workers)
-    try:
-        for item in items:
-            pool.submit(fn, item)
-        for _ in range(len(items)):
-            index, value = pool.next(deadline, where)
-            on_done(index, value)
-    finally:
-        pool.close()
-
-
 class Pool:
     """At most `workers` daemon threads computing what the caller submits, while it goes on.
 
     `submit(fn, item)` returns the job's number and returns at once: the caller keeps working
     (planning the next partition) while the job runs. Results are handed back in the caller's
-    thread only, by `ready()` (what has finished, without waiting) and `next()` (waits, checking
-    the deadline as `gather` does). `close()` abandons the jobs still queued or running: their
-    threads are daemons and never keep the process alive. An exception a job raised is re-raised
-    by whichever of `ready()` or `next()` hands its result back.
+    thread only, by `ready()` (what has finished, without waiting) and `next()` (waits, waking
+    every `POLL_SECONDS` to check the deadline). `close()` abandons the jobs still queued or
+    running (at the deadline, on a signal): their threads are daemons and never keep the process
+    alive. An exception a job raised is re-raised by whichever of `ready()` or `next()` hands its
+    result back.
     """
 
     def __init__(self, workers: int) -> None:
