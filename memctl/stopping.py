@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -102,50 +102,101 @@ class Deadline:
         )
 
 
-def gather(fn: Callable[[T], U], items: Sequence[T], workers: int, deadline: Deadline, on_done: Callable[[int, U], None], where: str = "") -> None:
-    """Compute `fn(item)` for every item on at most `workers` daemon threads.
+class Pool:
+    """At most `workers` daemon threads computing what the caller submits, while it goes on.
 
-    `on_done(index, result)` runs in the caller's thread as each result arrives. At the deadline
-    (or when the caller's thread is interrupted) the calls still running are abandoned, not
-    awaited: their threads are daemons, so they never keep the process alive. An exception that
-    `fn` raises is re-raised here.
+    `submit(fn, item)` returns the job's number and returns at once: the caller keeps working
+    (planning the next partition) while the job runs. Results are handed back in the caller's
+    thread only, by `ready()` (what has finished, without waiting) and `next()` (waits, waking
+    every `POLL_SECONDS` to check the deadline). `close()` abandons the jobs still queued or
+    running (at the deadline, on a signal): their threads are daemons and never keep the process
+    alive. An exception a job raised is re-raised by whichever of `ready()` or `next()` hands its
+    result back.
     """
-    if not items:
-        return
-    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for index in range(len(items)):
-        todo.put(index)
-    done: queue.SimpleQueue[tuple[int, bool, Any]] = queue.SimpleQueue()
-    abandoned = threading.Event()
 
-    def work() -> None:
-        while not abandoned.is_set():
-            try:
-                index = todo.get_nowait()
-            except queue.Empty:
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._todo: queue.SimpleQueue[Optional[tuple[int, Callable[[Any], Any], Any]]] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[tuple[int, bool, Any]] = queue.SimpleQueue()
+        self._abandoned = threading.Event()
+        self._threads = 0
+        self._queued = 0  # jobs put in `_todo` no thread has taken yet
+        self._busy = 0  # threads computing a job
+        self._lock = threading.Lock()
+        self.submitted = 0
+        #: jobs submitted whose result the caller has not taken yet
+        self.pending = 0
+
+    def submit(self, fn: Callable[[T], U], item: T) -> int:
+        """Queue `fn(item)`; return its job number (0, 1, ... in submission order)."""
+        number = self.submitted
+        self.submitted += 1
+        self.pending += 1
+        with self._lock:
+            # a new thread only when every thread has a job waiting for it already
+            start = self._threads < self.workers and self._queued >= self._threads - self._busy
+            name = f"memctl-ask-{self._threads}"
+            self._threads += start
+            self._queued += 1
+        self._todo.put((number, fn, item))
+        if start:
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+        return number
+
+    @property
+    def waiting(self) -> int:
+        """Return how many submitted jobs no thread has taken yet."""
+        return self._queued
+
+    def _work(self) -> None:
+        while not self._abandoned.is_set():
+            job = self._todo.get()
+            if job is None:
                 return
+            number, fn, item = job
+            with self._lock:
+                self._queued -= 1
+                self._busy += 1
             try:
-                result: tuple[int, bool, Any] = (index, True, fn(items[index]))
+                result: tuple[int, bool, Any] = (number, True, fn(item))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                result = (index, False, exc)
-            done.put(result)
+                result = (number, False, exc)
+            with self._lock:
+                self._busy -= 1
+            self._done.put(result)
 
-    for n in range(min(workers, len(items))):
-        threading.Thread(target=work, name=f"memctl-ask-{n}", daemon=True).start()
-    try:
-        for _ in range(len(items)):
-            while True:
-                deadline.check(where or "while waiting for LLM answers")
-                try:
-                    index, ok, value = done.get(timeout=min(POLL_SECONDS, max(deadline.remaining(), 0.01)))
-                    break
-                except queue.Empty:
-                    continue
-            if not ok:
-                raise value
-            on_done(index, value)
-    finally:
-        abandoned.set()
+    def _take(self, result: tuple[int, bool, Any]) -> tuple[int, Any]:
+        number, ok, value = result
+        self.pending -= 1
+        if not ok:
+            raise value
+        return number, value
+
+    def ready(self) -> list[tuple[int, Any]]:
+        """Return the (job number, result) of every job finished since, without waiting."""
+        out = []
+        while self.pending:
+            try:
+                out.append(self._take(self._done.get_nowait()))
+            except queue.Empty:
+                break
+        return out
+
+    def next(self, deadline: Deadline, where: str = "") -> tuple[int, Any]:
+        """Wait for the next job to finish and return (its number, its result); at the deadline raise DeadlineExceeded."""
+        assert self.pending, "no job to wait for"
+        while True:
+            deadline.check(where or "while waiting for LLM answers")
+            try:
+                return self._take(self._done.get(timeout=min(POLL_SECONDS, max(deadline.remaining(), 0.01))))
+            except queue.Empty:
+                continue
+
+    def close(self) -> None:
+        """Abandon what is still queued or running; the threads end after their current job."""
+        self._abandoned.set()
+        for _ in range(self._threads):
+            self._todo.put(None)
 
 
 # --- signals (the CLI only) ------------------------------------------------------------------

@@ -10,6 +10,9 @@ step output, `--json` and the metrics file.
 from __future__ import annotations
 
 import json
+import random
+import sys
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,14 +23,20 @@ from typer.testing import CliRunner
 
 from conftest import Db
 from factory import NOW, Store, at
-from llmstub import LLMStub, Reply, answer_question, prompt_kind, questions_from_request
+from llmstub import LLMStub, Reply, answer_question, default_responder, prompt_kind, questions_from_request
+from memctl import api
 from memctl.cli import app
 from memctl.llm.budget import VERDICT_REPLY_TOKENS, estimate_tokens
 from memctl.llm.judge import ITEM_REPLY_TOKENS
+from memctl.settings import replace
 from memctl.store import models as m
-from test_consolidate import TOPIC, consolidate, created_notes, llm, steps, topic
+from test_consolidate import TOPIC, consolidate, created_notes, llm, steps, topic, without_run_tags
 from test_contradictions import CONTRADICTION, detect, pair
 from test_metrics import samples
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.corpus import MODEL_ID, CorpusSpec, build  # noqa: E402
+from benchmarks.corpus import NOW as CORPUS_NOW  # noqa: E402
 
 OLD, NEW = 16, 2  # ages in days: the newer note wins (FR-022)
 
@@ -373,3 +382,61 @@ def test_answers_turned_down_by_memctl_checks_do_not_stop_batching(db: Db) -> No
     assert "batchesRefused" not in out and out["askedAgainAlone"] == 9 and out["llmCalls"] == 12
     assert out["contradictionsResolved"] == 9
     assert all(store.status(a) == "Revoked" and store.status(b) == "Active" for a, b in pairs)
+
+
+class RandomDelays:
+    """The stub's default answers, each request held for a random time: replies arrive in any order."""
+
+    answers_batches = True
+
+    def __init__(self, seed: int, most: float) -> None:
+        self.rng = random.Random(seed)
+        self.most = most
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Reply:
+        with self.lock:
+            delay = self.rng.uniform(0, self.most)
+        return Reply(content=default_responder(body), delay=delay)
+
+
+def dry_run_plan(db: Db, stub: LLMStub, plan_file: Path, **changes: Any) -> dict[str, Any]:
+    settings = replace(
+        db.settings, now=CORPUS_NOW.isoformat(), llm_base_url=stub.base_url, llm_model="stub-model", llm_api_key="sk-test",
+        embed_provider="stored", embed_model=MODEL_ID, max_pairs=100_000, prune_cap=100_000, questions_per_call=10, **changes,
+    )  # fmt: skip
+    report = api.dream(settings, api.RunOptions(dry_run=True, plan_out=str(plan_file)), force=True, engine=db.engine)
+    assert report.status == "dry-run" and report.exit_code == 0, report.message
+    return json.loads(plan_file.read_text())
+
+
+def without_levels(data: Any) -> Any:
+    """Drop the concurrency each step reports reaching (llmConcurrencyPeak / End): it differs by design."""
+    if isinstance(data, dict):
+        return {k: without_levels(v) for k, v in data.items() if k not in ("llmConcurrencyPeak", "llmConcurrencyEnd")}
+    if isinstance(data, list):
+        return [without_levels(v) for v in data]
+    return data
+
+
+def test_the_plan_is_the_same_whatever_the_concurrency_and_the_order_replies_arrive_in(db: Db, tmp_path: Path) -> None:
+    """Questions go out partition by partition while the next partitions are planned (issue 25):
+    with one request at a time, eight, or `auto`, and replies arriving in random order, the plan
+    is the same, unit for unit and in the same order, and so are the requests made."""
+    build(db.engine, CorpusSpec(notes=700, agents=3, dim=384, seed=29, contradiction_share=0.04))
+    plans, questions = [], []
+    for concurrency, seed in ((1, 1), (8, 2), ("auto", 3)):
+        with LLMStub(RandomDelays(seed, 0.04)) as stub:
+            plan = dry_run_plan(db, stub, tmp_path / f"plan-{concurrency}-{seed}.json", llm_concurrency=concurrency)
+            requests = stub.chat_requests
+        # what was asked, whatever the order the requests were sent in: one entry per request
+        questions.append(sorted(json.dumps(questions_from_request(r.body) or r.body["messages"][1:], sort_keys=True) for r in requests))
+        plans.append(without_run_tags(json.dumps(without_levels(plan["phases"]), sort_keys=True)))
+    consolidation = json.loads(plans[0])[0]
+    assert consolidation["phase"] == "consolidate" and sum(u["kind"] == "cluster" for u in consolidation["units"]) >= 5
+    assert len({u["detail"]["partition"] for u in consolidation["units"] if u["kind"] == "cluster"}) >= 3, "clusters of several partitions"
+    # a judge found to refuse batches is asked alone from then on, at a moment that depends on timing
+    assert "batchesRefused" not in consolidation["output"], "the requests made are comparable only while no batch is refused"
+    assert consolidation["output"]["batchRequests"] >= 1, "clusters of one partition share requests"
+    assert plans[1] == plans[0] and plans[2] == plans[0]
+    assert questions[1] == questions[0] and questions[2] == questions[0]

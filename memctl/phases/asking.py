@@ -52,7 +52,7 @@ from pydantic import BaseModel, ValidationError
 from memctl.context import PhaseContext
 from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.llm.copies import copied_example, examples_for
-from memctl.stopping import RunStopped, gather
+from memctl.stopping import Pool, RunStopped
 from memctl.store.pauses import Pause, Pauses
 from memctl.store.verdicts import VerdictCache, verdict_key
 
@@ -273,6 +273,15 @@ def triage(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], reply
     return Triage(keys, cached, stale, pauses, paused, [i for i in rest if i not in waiting])
 
 
+def pool_size(ctx: PhaseContext) -> int:
+    """Return how many threads ask a phase's questions: the most requests that may be in flight."""
+    return ctx.settings.llm_workers
+
+
+#: at most this many questions are held to be sorted out together (see `Asking`)
+HOLD_AT_MOST = 64
+
+
 def ask_all(
     ctx: PhaseContext,
     judge: Judge,
@@ -285,41 +294,139 @@ def ask_all(
 
     A paused question is not asked: its answer has no reply and carries the pause.
     """
-    check = reply_check(judge, questions, valid)
-    sorted_out = triage(ctx, judge, questions, reply_model, check)
-    keys = sorted_out.keys
-    answers: list[Optional[Answer]] = [None] * len(questions)
-    stats = AskStats()
-    for i, reply in sorted_out.cached.items():
-        answers[i] = Answer(keys[i], reply, cached=True)
-        stats.cached += 1
-    for i in sorted_out.paused:
-        pause = sorted_out.pauses[keys[i]]
-        replies = "reply" if pause.unusable == 1 else "replies"
-        why = f"paused: {pause.unusable} unusable {replies} in a row, asked again from {pause.ask_again_at.isoformat()}"
-        answers[i] = Answer(keys[i], error=why, paused=pause)
-        stats.paused += 1
-        stats.will_ask_again(pause)
-    to_ask = sorted_out.fresh
+    with Asking(ctx, judge, reply_model, valid, cacheable) as asking:
+        asking.submit(questions)
+        return asking.finish()
 
-    def one(i: int) -> Answer:
-        question = questions[i]
+
+class Asking:
+    """Questions sent as soon as they are known, while the caller goes on; answered by `finish()`.
+
+    `submit(questions)` sorts them out (cached, paused, to ask: `triage`) and hands their requests
+    to a pool of `pool_size` threads, so the caller plans its next partition while they are in
+    flight (issue 25). `finish()` waits for the rest, asks again alone what a batch left
+    unanswered, caches and pauses (`_tally`), and returns every answer in submission order with
+    what it cost. A request only ever holds questions of one `submit` (`_jobs` runs over each
+    submission on its own), so submitting a partition at a time makes the same requests as
+    submitting them all at once: questions of two groups never share one anyway. Which thread
+    answers what, and when, changes nothing in the answers, their order or the counts.
+
+    Submissions are sorted out together, in one read of the cache and pauses, while nothing
+    would be gained by sending them at once: while every thread has a request waiting already,
+    and while the last ones sent were all answered without a request (a warm cache), up to
+    `HOLD_AT_MOST` questions. A submission that would keep a thread busy goes out at once.
+
+    `eager=False` holds the questions until `finish()` (a judge that makes no calls: nothing to
+    overlap). Use it as a context manager: leaving it early abandons the requests in flight and,
+    on RunStopped, caches what was answered, as `finish()` does when the run stops there.
+    """
+
+    def __init__(
+        self,
+        ctx: PhaseContext,
+        judge: Judge,
+        reply_model: type[BaseModel],
+        valid: Check = lambda q, r: None,
+        cacheable: Callable[[BaseModel], bool] = lambda r: True,
+        eager: bool = True,
+    ) -> None:
+        self.ctx, self.judge, self.reply_model, self.valid, self.cacheable, self.eager = ctx, judge, reply_model, valid, cacheable, eager
+        self.questions: list[Question] = []
+        self.answers: list[Optional[Answer]] = []
+        self.stats = AskStats()
+        self.sorted_out = Triage([], {}, set(), {}, [], [])
+        self.examples: dict[str, Any] = {}
+        self.held: list[list[Question]] = []  # submissions not sorted out yet
+        self.held_questions = 0
+        self.quiet = False  # the last questions sorted out needed no request
+        self.jobs: list[list[int]] = []
+        self.alone: list[int] = []
+        self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
+        self.pool = Pool(pool_size(ctx))
+        self.sent: dict[int, Any] = {}  # pool job -> its batch (a list of indices) or the index asked again alone
+        self.answered = 0
+        self.reporting = False
+        self.closed = False
+        self.before = client_counters(judge)
+        self.where = f"while waiting for {judge.model}'s answers"
+
+    def __enter__(self) -> "Asking":
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if not self.closed:
+            self._close(isinstance(exc, RunStopped))
+
+    def check(self, question: Question, reply: BaseModel) -> Optional[str]:
+        """Return why `reply` cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)."""
+        return copied_example(self.examples[question.kind], reply.model_dump(mode="json"), question.inputs) or self.valid(question, reply)
+
+    def submit(self, questions: Sequence[Question]) -> None:
+        """Add `questions` (answered in this order after those submitted before) and send their requests."""
+        if questions:
+            self.held.append(list(questions))
+            self.held_questions += len(questions)
+        if not self.eager:
+            return
+        if self.held_questions >= HOLD_AT_MOST or (self.held and not self.quiet and not self.pool.waiting):
+            self._send()
+        self._collect(self.pool.ready())
+
+    def _send(self) -> None:
+        """Sort out the held submissions in one read and send their requests, a submission's own."""
+        judge, offset, out = self.judge, len(self.questions), self.sorted_out
+        submissions, self.held, self.held_questions = self.held, [], 0
+        questions = [q for submission in submissions for q in submission]
+        for kind in {q.kind for q in questions} - self.examples.keys():
+            self.examples[kind] = examples_for(judge, kind)
+        part = triage(self.ctx, judge, questions, self.reply_model, self.check)
+        self.questions.extend(questions)
+        self.answers.extend([None] * len(questions))
+        out.keys.extend(part.keys)
+        out.stale |= part.stale
+        out.pauses.update(part.pauses)
+        for i, reply in part.cached.items():
+            out.cached[offset + i] = reply
+            self.answers[offset + i] = Answer(part.keys[i], reply, cached=True)
+            self.stats.cached += 1
+        for i in part.paused:
+            pause = part.pauses[part.keys[i]]
+            replies = "reply" if pause.unusable == 1 else "replies"
+            why = f"paused: {pause.unusable} unusable {replies} in a row, asked again from {pause.ask_again_at.isoformat()}"
+            out.paused.append(offset + i)
+            self.answers[offset + i] = Answer(part.keys[i], error=why, paused=pause)
+            self.stats.paused += 1
+            self.stats.will_ask_again(pause)
+        fresh = [offset + i for i in part.fresh]
+        out.fresh.extend(fresh)
+        self.quiet = not fresh
+        start = offset
+        for submission in submissions:
+            end = start + len(submission)
+            for job in _jobs(self.ctx, judge, self.questions, [i for i in fresh if start <= i < end]):
+                self.jobs.append(job)
+                self.sent[self.pool.submit(self._many, job)] = job
+            start = end
+
+    def _one(self, i: int) -> Answer:
+        question, key = self.questions[i], self.sorted_out.keys[i]
         try:
             result = question.ask()
         except Exception as exc:  # noqa: BLE001 - one failed question must not sink the others
-            return Answer(keys[i], error=f"{type(exc).__name__}: {exc}")
-        answer = Answer(keys[i], result.reply, result.error, usage=result.usage, calls=result.calls)
+            return Answer(key, error=f"{type(exc).__name__}: {exc}")
+        answer = Answer(key, result.reply, result.error, usage=result.usage, calls=result.calls)
         if answer.reply is not None and answer.error is None:
-            problem = (question.vet(result.raw) if question.vet is not None else None) or check(question, answer.reply)
+            problem = (question.vet(result.raw) if question.vet is not None else None) or self.check(question, answer.reply)
             if problem:
                 answer.error, answer.reply = problem, None
         answer.unusable = answer.reply is None and (result.answered or result.reply is not None)
         return answer
 
-    def many(indices: list[int]) -> list[tuple[int, Answer, bool]]:
+    def _many(self, indices: list[int]) -> list[tuple[int, Answer, bool]]:
         """Ask `indices` in one request; return (index, answer, ask again alone) for each."""
+        judge, questions, keys = self.judge, self.questions, self.sorted_out.keys
         if len(indices) == 1 or _refusals(judge) >= REFUSALS_BEFORE_ALONE:
-            return [(i, one(i), False) for i in indices]
+            return [(i, self._one(i), False) for i in indices]
         first = questions[indices[0]]
         try:
             result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)  # type: ignore[attr-defined]
@@ -348,13 +455,13 @@ def ask_all(
             # question: none of them is used, every question is asked again alone
             why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
             return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
-                    for i, (usage, calls) in zip(indices, shares, strict=True)]
+                    for i, (usage, calls) in zip(indices, shares, strict=True)]  # fmt: skip
         understood = False
         for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
             answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
             found = by_item.get(k + 1, [])
-            answer.error = _entry_problem(questions[i], found, reply_model, check, answer)
-            understood = understood or _one_answer(found, reply_model)
+            answer.error = _entry_problem(questions[i], found, self.reply_model, self.check, answer)
+            understood = understood or _one_answer(found, self.reply_model)
             out.append((i, answer, answer.error is not None))
         # A request is refused when no question got one answer of the reply's shape. Answers that
         # memctl's checks turn down (a synthesis that states its fact twice...) show a judge that
@@ -363,50 +470,72 @@ def ask_all(
             _refused(judge)
         return out
 
-    jobs = _jobs(ctx, judge, questions, to_ask)
-    alone: list[int] = []
-    spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
+    def _collect(self, results: Sequence[tuple[int, Any]]) -> None:
+        """Take finished jobs' answers (in the caller's thread); send the questions a batch left unanswered alone."""
+        for job, value in results:
+            what = self.sent.pop(job)
+            if isinstance(what, list):
+                for i, answer, again in value:
+                    if again:
+                        self.alone.append(i)
+                        self.spent[i] = answer
+                        self.sent[self.pool.submit(self._one, i)] = i
+                    else:
+                        self._answered(i, answer)
+            else:
+                before = self.spent[what]
+                value.usage, value.calls = value.usage + before.usage, value.calls + before.calls
+                self._answered(what, value)
 
-    def answered_many(position: int, outcome: list[tuple[int, Answer, bool]]) -> None:
-        for i, answer, again in outcome:
-            if again:
-                alone.append(i)
-                spent[i] = answer
-                continue
-            answers[i] = answer
-            ctx.reporter.advance()
+    def _answered(self, i: int, answer: Answer) -> None:
+        self.answers[i] = answer
+        self.answered += 1
+        if self.reporting:
+            self.ctx.reporter.advance()
 
-    def answered_alone(position: int, answer: Answer) -> None:
-        before = spent[alone[position]]
-        answer.usage, answer.calls = answer.usage + before.usage, answer.calls + before.calls
-        answers[alone[position]] = answer
-        ctx.reporter.advance()
-
-    before = client_counters(judge)
-    ctx.reporter.start(f"asking {judge.model}", total=len(to_ask))
-    where = f"while waiting for {judge.model}'s answers"
-    try:
-        gather(many, jobs, ctx.settings.llm_workers, ctx.deadline, answered_many, where)
-        alone.sort()
-        gather(one, alone, ctx.settings.llm_workers, ctx.deadline, answered_alone, where)
-    except RunStopped:
-        # Keep what was answered before the stop, so the next run does not ask it again; a
-        # failure to do so must not hide why the run stopped.
+    def finish(self) -> tuple[list[Answer], AskStats]:
+        """Wait for every answer; return them in submission order, and what they cost."""
+        ctx, judge, stats = self.ctx, self.judge, self.stats
+        if self.held:
+            self._send()
+        ctx.reporter.start(f"asking {judge.model}", total=len(self.sorted_out.fresh))
+        self.reporting = True
+        if self.answered:
+            ctx.reporter.advance(self.answered)
         try:
-            _tally(ctx, judge, questions, [i for i in to_ask if answers[i] is not None], answers, cacheable, sorted_out, stats)
-        except Exception:  # noqa: BLE001
-            pass
-        raise
-    finally:
-        ctx.reporter.finish()
-    _tally(ctx, judge, questions, to_ask, answers, cacheable, sorted_out, stats)
-    stats.client = counters_since(judge, before)
-    batched = sum(len(job) for job in jobs if len(job) > 1)
-    if batched:
-        stats.client.update({"questionsBatched": batched, "batchRequests": sum(len(job) > 1 for job in jobs), "askedAgainAlone": len(alone)})
-        if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
-            stats.client["batchesRefused"] = _refusals(judge)
-    return [a for a in answers if a is not None], stats
+            if self.pool.submitted:
+                ctx.deadline.check(self.where)
+            while self.pool.pending:
+                self._collect([self.pool.next(ctx.deadline, self.where)])
+        except BaseException as exc:
+            self._close(isinstance(exc, RunStopped))
+            raise
+        self._close(False)
+        to_ask = self.sorted_out.fresh
+        _tally(ctx, judge, self.questions, to_ask, self.answers, self.cacheable, self.sorted_out, stats)
+        stats.client = counters_since(judge, self.before)
+        batched = sum(len(job) for job in self.jobs if len(job) > 1)
+        if batched:
+            batches = sum(len(job) > 1 for job in self.jobs)
+            stats.client.update({"questionsBatched": batched, "batchRequests": batches, "askedAgainAlone": len(self.alone)})
+            if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+                stats.client["batchesRefused"] = _refusals(judge)
+        return [a for a in self.answers if a is not None], stats
+
+    def _close(self, stopped: bool) -> None:
+        """Abandon the requests in flight; when the run was stopped, keep what was answered before."""
+        self.closed = True
+        self.pool.close()
+        if self.reporting:
+            self.ctx.reporter.finish()
+        if stopped:
+            # Keep what was answered before the stop, so the next run does not ask it again; a
+            # failure to do so must not hide why the run stopped.
+            try:
+                answered = [i for i in self.sorted_out.fresh if self.answers[i] is not None]
+                _tally(self.ctx, self.judge, self.questions, answered, self.answers, self.cacheable, self.sorted_out, self.stats)
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def _tally(

@@ -61,7 +61,7 @@ from memctl.phases.consolidate.absorption import (
 from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_cases
 from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
-from memctl.phases.consolidate.synthesis import ask_clusters
+from memctl.phases.consolidate.synthesis import ClusterQuestions
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
@@ -208,19 +208,23 @@ class ConsolidatePhase:
         for key in cluster_keys:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
-        cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes)
-        if cases:
-            ask_clusters(ctx, get_judge(), cases, tally)
+        # each partition's questions go out as soon as its clusters are known, while the next are clustered
+        with ClusterQuestions(ctx, get_judge, tally) as asked:
+            cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
+            # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
+            # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are.
+            # Found while the answers come in: they do not depend on them, as a cluster's unit writes
+            # only notes of its cluster (and a new one), and credits only those.
+            touched = {mu.record_id for unit in copy_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
+            leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
+            wordings = {k: found for k, found in ((k, copy_groups(m, partial(wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
+            more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS) if wordings else ([], set())
+            asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]
+        assert not {mu.record_id for u in cluster_units for mu in u.mutations} & {n.id for ms in leftover.values() for n in ms}
         revoked = gone | {n_id for unit in cluster_units for n_id in revoked_ids(unit)}
         changes.update(credited(cluster_units))
-        # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
-        # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are
-        touched = {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
-        leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
-        wordings = {k: found for k, found in ((k, copy_groups(m, partial(wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
         if wordings:
-            more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS)
             copy_units, copied = copy_units + more, copied | more_copied
             revoked |= {n_id for unit in more for n_id in revoked_ids(unit)}
             changes.update(credited(more))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from memctl.context import PhaseContext
 from memctl.llm.base import JudgeResult
@@ -52,10 +52,18 @@ def cluster_cases(
     tally: Tally,
     texts: dict[str, NoteText],
     changes: dict[str, dict[str, Any]],
+    found_in: Optional[Callable[[list[ClusterCase]], None]] = None,
 ) -> list[ClusterCase]:
+    """Return the clusters of the partitions `keys`, in order, each one question to the judge.
+
+    `found_in(cases)` is called after each partition with its cases (none, for a partition
+    without a cluster), as soon as they are known, so their questions can be sent while the next
+    partitions are clustered.
+    """
     settings = ctx.settings
-    cases = []
+    cases: list[ClusterCase] = []
     for key in keys:
+        first = len(cases)
         pv = vectors[key]
         wanted = {n.id for n in groups[key]}
         rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
@@ -63,6 +71,8 @@ def cluster_cases(
         threshold = index.thresholds(pv.model)[0]
         found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
         if not found:
+            if found_in is not None:
+                found_in([])
             continue
         clustered = {members[i].id for cluster in found for i in cluster}
         # With a model, the model decides: only hard evidence (numbers, IDs, e-mails, URLs,
@@ -94,6 +104,8 @@ def cluster_cases(
                         vet=outside_vet([(n.id, n.note) for n in cluster_notes], "cluster"),
                     )
                     cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+        if found_in is not None:
+            found_in(cases[first:])
     return cases
 
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from memctl.authority import authority
 from memctl.context import PhaseContext
@@ -15,7 +15,7 @@ from memctl.embed.stored import encode_vector
 from memctl.llm.base import Judge
 from memctl.llm.copies import copied_note
 from memctl.llm.replies import ConsolidationReply
-from memctl.phases.asking import Question, ask_all
+from memctl.phases.asking import Asking, Question
 from memctl.phases.common import plural
 from memctl.phases.consolidate.clusters import ClusterCase
 from memctl.phases.consolidate.rules import (
@@ -93,18 +93,57 @@ def consolidation_problem(
     return synthesis_problem(content, [NoteText(n["content"]) for n in chosen], model=model)
 
 
-def ask_clusters(ctx: PhaseContext, judge: Judge, cases: list[ClusterCase], tally: Tally) -> None:
-    case_of = {id(c.question): c for c in cases}
-    model = not getattr(judge, "rules", False)
-    answers, stats = ask_all(
-        ctx, judge, [c.question for c in cases], ConsolidationReply,
-        lambda q, r: _problem(ctx, case_of[id(q)], r, model),  # type: ignore[arg-type]
-    )  # fmt: skip
-    tally.add(stats)
-    for case, answer in zip(cases, answers, strict=True):
-        case.answer = answer
-        _judge_case(ctx, case)
-    _attach_vectors(ctx, [c for c in cases if c.verdict == "consolidated"])
+class ClusterQuestions:
+    """The clusters' questions, sent partition by partition as the clusters are found (`add`), judged by `finish`.
+
+    Each partition's questions go out while the next partitions are clustered (issue 25; held a
+    little while every thread has a request waiting, see `Asking`); the answers are read back in
+    the clusters' order, so the units and their order do not depend on when they arrived. A judge
+    that makes no calls (the offline rules) answers them all in `finish`, as before. Use it as a
+    context manager around the clustering (memctl/phases/asking.py `Asking`: leaving it early
+    abandons the requests in flight).
+    """
+
+    def __init__(self, ctx: PhaseContext, get_judge: Callable[[], Judge], tally: Tally) -> None:
+        self.ctx, self.get_judge, self.tally = ctx, get_judge, tally
+        self.cases: list[ClusterCase] = []
+        self._case_of: dict[int, ClusterCase] = {}  # id(question) -> its case, read by the worker threads' checks
+        self._asking: Optional[Asking] = None
+
+    def __enter__(self) -> "ClusterQuestions":
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if self._asking is not None:
+            self._asking.__exit__(kind, exc, tb)
+
+    def add(self, cases: list[ClusterCase]) -> None:
+        """Send the questions of one partition's clusters (none: send what was held, if it is time)."""
+        if self._asking is None:
+            if not cases:
+                return
+            judge = self.get_judge()
+            model = not getattr(judge, "rules", False)
+
+            def check(question: Question, reply: Any) -> Optional[str]:
+                return _problem(self.ctx, self._case_of[id(question)], reply, model)
+
+            self._asking = Asking(self.ctx, judge, ConsolidationReply, check, eager=model)
+        for case in cases:
+            self._case_of[id(case.question)] = case
+        self.cases.extend(cases)
+        self._asking.submit([c.question for c in cases])
+
+    def finish(self) -> None:
+        """Wait for every answer and judge each cluster by it, in the clusters' order."""
+        if self._asking is None:
+            return
+        answers, stats = self._asking.finish()
+        self.tally.add(stats)
+        for case, answer in zip(self.cases, answers, strict=True):
+            case.answer = answer
+            _judge_case(self.ctx, case)
+        _attach_vectors(self.ctx, [c for c in self.cases if c.verdict == "consolidated"])
 
 
 def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
@@ -129,7 +168,7 @@ def _judge_case(ctx: PhaseContext, case: ClusterCase) -> None:
         case.verdict = "paused" if answer.paused is not None else "invalid" if answer.unusable else "failed"
         case.why = answer.error or "no reply"
         return
-    # every reply, fresh or cached, passed `_problem` in ask_all
+    # every reply, fresh or cached, passed `_problem` in Asking
     assert isinstance(reply, ConsolidationReply)
     if not reply.shouldConsolidate:
         case.verdict, case.why = "declined", one_line(reply.reason) or "the judge declined"
