@@ -36,7 +36,7 @@ from memctl import api
 from memctl.llm.calls import AdaptiveLimiter
 from memctl.llm.client import LLMClient
 from memctl.phases.safety import _sentences, unstated_text
-from memctl.stopping import Deadline, gather
+from memctl.stopping import Deadline, Pool
 from memctl.records import NoteRecord
 from memctl.store import models as m
 from memctl.verify import verify
@@ -268,7 +268,14 @@ def test_auto_concurrency_settles_at_one_or_two_on_the_one_slot_server(server: s
     started = time.monotonic()
     try:
         ask = lambda q: client.complete_json("You answer with one JSON object.", q, Number, "number", max_tokens=16)
-        gather(ask, questions, client.concurrency, Deadline(3000), results.__setitem__)
+        pool = Pool(client.concurrency)  # under auto the cap: threads as a phase has them, the limiter the gate
+        for q in questions:
+            pool.submit(ask, q)
+        deadline = Deadline(3000)
+        while pool.pending:
+            number, result = pool.next(deadline)
+            results[number] = result
+        pool.close()
         peak, end = client.concurrency_reached(0)
         counters = client.counters()
     finally:
