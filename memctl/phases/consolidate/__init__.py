@@ -182,12 +182,8 @@ class ConsolidatePhase:
         needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
-        if lazy:
-            needed = with_vectors(ctx, needed)
-            loaded = {n.id: n for members in needed.values() for n in members}
-            for mapping in (groups, broader):
-                for key in needed.keys() & mapping.keys():
-                    mapping[key] = [loaded.get(n.id, n) for n in mapping[key]]
+        if lazy:  # the vectors of the partitions planned, read into the run's StoredVectors
+            with_vectors(ctx, needed)
         vectors = index.partitions(needed)
 
         reference_date = utc(ctx.now).date().isoformat()
