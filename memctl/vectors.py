@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -94,24 +95,31 @@ RECENT_BYTES = 96 << 20
 
 
 class Recent:
-    """The partition matrices used last, up to RECENT_BYTES (at least the last one): older ones are released."""
+    """The partition matrices used last, up to RECENT_BYTES (at least the last one): older ones
+    are released. Held by weak reference: a partition its phase no longer holds goes, matrix and all."""
 
     def __init__(self, limit: int = RECENT_BYTES) -> None:
         self.limit = limit
-        self._held: OrderedDict[int, PartitionVectors] = OrderedDict()
+        self._held: OrderedDict[int, tuple[weakref.ref[PartitionVectors], int]] = OrderedDict()
         self._bytes = 0
 
     def used(self, pv: PartitionVectors) -> None:
         key = id(pv)
-        if key in self._held:
+        held = self._held.get(key)
+        if held is not None and held[0]() is pv:
             self._held.move_to_end(key)
             return
-        self._held[key] = pv
-        self._bytes += pv._matrix.nbytes if pv._matrix is not None else 0
+        if held is not None:  # a partition gone, whose id was reused
+            self._bytes -= held[1]
+        size = pv._matrix.nbytes if pv._matrix is not None else 0
+        self._held[key] = (weakref.ref(pv), size)
+        self._bytes += size
         while self._bytes > self.limit and len(self._held) > 1:
-            _, old = self._held.popitem(last=False)
-            self._bytes -= old._matrix.nbytes if old._matrix is not None else 0
-            old.release()
+            _, (ref, size) = self._held.popitem(last=False)
+            self._bytes -= size
+            old = ref()
+            if old is not None:
+                old.release()
 
 
 #: ctx.services key of the run's `StoredVectors`

@@ -25,6 +25,14 @@ CHUNK = 500
 SCAN_ABOVE = 5000
 
 
+#: columns whose values repeat across notes (an agent's ID, a user's, a model's, the same dates):
+#: each distinct value is kept once per load, so a million records do not each hold their own
+#: copy (a GUID is an 85-byte string, a datetime 48 bytes)
+SHARED_VALUES = (
+    "AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type", "Status",
+    "ProtectionTier", "EmbeddingModelID", "SourceConversationID", "LastAccessedAt", "__mj_CreatedAt", "__mj_UpdatedAt", "ExpiresAt",
+)
+
 #: ctx.services key of the notes the consolidate phase loaded, left for the contradictions phase
 SNAPSHOT = "active notes snapshot"
 
@@ -101,6 +109,8 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     # spelling (32 lowercase hex digits) when there is one, as apply finds it (rows_by_id).
     seen: dict[str, int] = {}
     twins = 0
+    shared = [c for c in SHARED_VALUES if c in wanted]
+    one: dict[Any, Any] = {}  # a value -> the one object of it this load keeps
     feed = store.feed()
     try:
         with read(ctx.engine) as conn:
@@ -110,6 +120,10 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
                 stored_id = values["ID"]
                 for column in fast:
                     values[column] = sqlite_guid(values[column])
+                for column in shared:
+                    value = values[column]
+                    if value is not None:
+                        values[column] = one.setdefault(value, value)
                 note_id = str(values["ID"]).lower()
                 if note_id in seen:
                     twins += 1
