@@ -575,13 +575,12 @@ class VectorIndex:
 
 
 def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
-    """Start decoding the stored vectors of `notes` (those of the trusted model) with a helper
-    process, while the caller goes on; the run's VectorIndex collects them when it first needs
-    vectors, and this process decodes its share of all of them then. Only when a helper runs
-    (a batch large enough, a second CPU: `Decoding`), and for a run that plans nearly every
-    partition (consolidate's AHEAD_BELOW): the two LLM phases then need nearly every vector
-    (pairs in each partition, each user note against the broader notes). `close_ahead` ends
-    one that is never collected.
+    """Start decoding the stored vector texts that `notes` carry (those of the trusted model)
+    with a helper process, while the caller goes on; the run's VectorIndex collects them when it
+    first needs vectors, and this process decodes its share of all of them then. Only when a
+    helper runs (a batch large enough, a second CPU: `Decoding`). The LLM phases no longer use
+    it: `load_notes` decodes as it reads (`Feed`) and its records carry no text; this is for
+    records built with their text. `close_ahead` ends one that is never collected.
     """
     if AHEAD in ctx.services:
         return

@@ -67,7 +67,7 @@ def test_a_reload_without_vectors_makes_entries_unusable_until_read_again_and_on
     monkeypatch.setattr(stored_module, "decode_stored", lambda text: decoded.append(text) or real(text))
     load_notes(ctx, Overlay())
     assert len(decoded) == 6
-    changed = sorted(texts)[0]
+    changed = min(texts)
     new_text = json.dumps([0.5] * 8)
     with db.engine.begin() as conn:
         assert conn.execute(sa.update(m.note).where(m.note.c.ID == changed).values(EmbeddingVector=new_text)).rowcount == 1
