@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import weakref
 from array import array
 from collections import OrderedDict
@@ -102,8 +103,13 @@ class Recent:
         self.limit = limit
         self._held: OrderedDict[int, tuple[weakref.ref[PartitionVectors], int]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()  # partitions may be planned on several threads
 
     def used(self, pv: PartitionVectors) -> None:
+        with self._lock:
+            self._used(pv)
+
+    def _used(self, pv: PartitionVectors) -> None:
         key = id(pv)
         held = self._held.get(key)
         if held is not None and held[0]() is pv:
@@ -148,6 +154,7 @@ class StoredVectors:
     def __init__(self, trusted: Optional[str]) -> None:
         self.trusted = (trusted or "").lower()
         self._file: Optional[int] = None  # descriptor of the unnamed temporary file
+        self._closer: Optional[weakref.finalize] = None
         self._end = 0  # bytes written
         self._slot: dict[str, int] = {}  # note id -> its entry
         self._length = array("q")  # entry -> text length
@@ -255,6 +262,7 @@ class StoredVectors:
                 handle, name = tempfile.mkstemp(prefix="memctl-vectors-")
                 os.unlink(name)  # gone with the descriptor, even if this process is killed
                 self._file = handle
+                self._closer = weakref.finalize(self, os.close, handle)  # a store dropped unclosed
             data = b"".join(chunks)
             view = memoryview(data)
             position = self._end
@@ -266,7 +274,8 @@ class StoredVectors:
     def close(self) -> None:
         """Close (and so delete) the file; the entries are gone."""
         if self._file is not None:
-            os.close(self._file)
+            assert self._closer is not None
+            self._closer()  # closes the descriptor, once
             self._file = None
         self._slot.clear()
         self._current = bytearray()
