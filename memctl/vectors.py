@@ -7,15 +7,25 @@ float32 bytes keyed by (note, model) with the content hash, so an unchanged note
 once. A dry-run reads the cache but never writes it.
 
 Stored vectors are JSON text, and decoding them is most of the cost of a large store: each
-note's text is decoded once per run (both LLM phases share the work), all at once with a helper
-process on a large store (`decode_many`), and the usual all-floats array is checked in numpy
-rather than element by element.
+note's text is decoded once per run (both LLM phases share the work), as it is read, in batches
+that a helper process shares (`Feed`), and the usual all-floats array is checked in numpy
+rather than element by element. Neither the text nor the decoded vectors of the whole store are
+held in memory: the float32 values go to a temporary file of the run (`StoredVectors`), and a
+partition's matrix is read back when it is planned and released after (`PartitionVectors`), so
+the process's memory follows its largest partitions, not the store's vectors.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+import threading
+import weakref
+from array import array
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Container, Iterable, Optional, Sequence
+from functools import partial
+from typing import Callable, Container, Iterable, Optional, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -24,7 +34,7 @@ from memctl.context import PhaseContext
 from memctl.embed import stored as stored_texts
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
-from memctl.embed.stored import Decoding, content_hash, decode_many, decode_stored
+from memctl.embed.stored import Decoding, content_hash
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
 from memctl.store import models as m
@@ -41,13 +51,293 @@ AHEAD = "vectors-ahead"
 AHEAD_SHARE = 0.55
 
 
-@dataclass
 class PartitionVectors:
-    """One partition's notes and their unit vectors (rows in the same order), and the model."""
+    """One partition's notes and their unit vectors (rows in the same order), and the model.
 
-    notes: list[NoteRecord]
-    vectors: np.ndarray
-    model: str
+    A partition of stored vectors holds no matrix of its own: `vectors` reads its rows from the
+    run's `StoredVectors` (decoded once, kept on disk) when asked, and keeps the matrix only while
+    it is among the recently used ones (`RECENT_BYTES` in all), so a phase that goes through every
+    partition of a large store holds about one partition's matrix at a time, not the store's.
+    """
+
+    def __init__(
+        self,
+        notes: list[NoteRecord],
+        vectors: Optional[np.ndarray],
+        model: str,
+        load: Optional[Callable[[], np.ndarray]] = None,
+        recent: Optional[Recent] = None,
+    ) -> None:
+        self.notes = notes
+        self.model = model
+        self._matrix = vectors
+        self._load = load
+        self._recent = recent
+
+    @property
+    def vectors(self) -> np.ndarray:
+        matrix = self._matrix
+        if matrix is None:
+            assert self._load is not None
+            matrix = self._matrix = self._load()
+        if self._recent is not None:
+            self._recent.used(self)
+        return matrix
+
+    def release(self) -> None:
+        """Drop the matrix of a partition that can read it again (`vectors` reads it when asked)."""
+        if self._load is not None:
+            self._matrix = None
+
+
+#: bytes of partition matrices kept after use (`Recent`): a few large partitions, or the one a
+#: caller is working on plus the broader ones it compares with
+RECENT_BYTES = 96 << 20
+
+
+class Recent:
+    """The partition matrices used last, up to RECENT_BYTES (at least the last one): older ones
+    are released. Held by weak reference: a partition its phase no longer holds goes, matrix and all."""
+
+    def __init__(self, limit: int = RECENT_BYTES) -> None:
+        self.limit = limit
+        self._held: OrderedDict[int, tuple[weakref.ref[PartitionVectors], int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # partitions may be planned on several threads
+
+    def used(self, pv: PartitionVectors) -> None:
+        with self._lock:
+            self._used(pv)
+
+    def _used(self, pv: PartitionVectors) -> None:
+        key = id(pv)
+        held = self._held.get(key)
+        if held is not None and held[0]() is pv:
+            self._held.move_to_end(key)
+            return
+        if held is not None:  # a partition gone, whose id was reused
+            self._bytes -= held[1]
+        size = pv._matrix.nbytes if pv._matrix is not None else 0
+        self._held[key] = (weakref.ref(pv), size)
+        self._bytes += size
+        while self._bytes > self.limit and len(self._held) > 1:
+            _, (ref, size) = self._held.popitem(last=False)
+            self._bytes -= size
+            old = ref()
+            if old is not None:
+                old.release()
+
+
+#: ctx.services key of the run's `StoredVectors`
+STORED = "stored vectors"
+#: texts decoded together (one `Decoding`, with a helper process when it is worth one): two such
+#: batches of texts at most are held at once, ~75 MB each of 384-float JSON
+FEED_TEXTS = 20_000
+
+
+class StoredVectors:
+    """The trusted model's stored vectors this run has read, each decoded once, kept on disk.
+
+    A store's vector text is most of its bytes (~3.6 KB of JSON per 384-d note, ~1.5 KB as
+    float32): a million notes' vectors do not fit in a bounded process, as text or decoded. So
+    the text of each note is decoded as it is read (`feed`) and dropped; the float32 values go to
+    a temporary file (deleted when closed, and by the system at once: it has no name), and a
+    partition's matrix is read back from it when the partition is planned (`PartitionVectors`).
+
+    Each entry is the vector of a note *as this run last read its row*: a new read of the note
+    (`load_notes`) replaces the entry when the text changed (same length and hash: kept, not
+    decoded again), and a read without the vector column (`forget`) makes the entry unusable
+    until the text is read again (`with_vectors`), so nothing is planned on a vector older than
+    the note record it goes with. A note with a NULL text has no entry.
+    """
+
+    def __init__(self, trusted: Optional[str]) -> None:
+        self.trusted = (trusted or "").lower()
+        self._file: Optional[int] = None  # descriptor of the unnamed temporary file
+        self._closer: Optional[weakref.finalize] = None
+        self._end = 0  # bytes written
+        self._slot: dict[str, int] = {}  # note id -> its entry
+        self._length = array("q")  # entry -> text length
+        self._hash = array("q")  # entry -> hash of the text
+        self._offset = array("q")  # entry -> byte offset of its float32 values
+        self._dim = array("q")  # entry -> dimension, -1: the text is no usable vector
+        self._current = bytearray()  # entry -> 1 while it matches the note's last read
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def has(self, note_id: str) -> bool:
+        """Whether the note's last read had a vector text of the trusted model (usable or not)."""
+        slot = self._slot.get(note_id)
+        return slot is not None and self._current[slot] == 1
+
+    def dim(self, note_id: str) -> int:
+        """The dimension of the note's vector; -1 when it has none usable (or no current entry)."""
+        slot = self._slot.get(note_id)
+        return -1 if slot is None or not self._current[slot] else self._dim[slot]
+
+    def forget(self, note_ids: Optional[Iterable[str]] = None) -> None:
+        """Mark the entries of these notes (all without `note_ids`) as out of date: the note was
+        read again without its vector text."""
+        if note_ids is None:
+            self._current = bytearray(len(self._current))
+            return
+        for note_id in note_ids:
+            slot = self._slot.get(note_id)
+            if slot is not None:
+                self._current[slot] = 0
+
+    def stale(self, note_id: str) -> None:
+        """`forget` of one note (a note read again: called once per row of a load)."""
+        slot = self._slot.get(note_id)
+        if slot is not None:
+            self._current[slot] = 0
+
+    def get(self, note_id: str) -> Optional[np.ndarray]:
+        """The note's vector (float32), or None."""
+        slot = self._slot.get(note_id)
+        if slot is None or not self._current[slot] or self._dim[slot] < 0:
+            return None
+        return self.matrix([note_id])[0]
+
+    def matrix(self, note_ids: Sequence[str]) -> np.ndarray:
+        """The vectors of notes that all have one of the same dimension, as rows (float32)."""
+        slots = [self._slot[i] for i in note_ids]
+        dim = self._dim[slots[0]]
+        out = np.empty((len(slots), dim), dtype=np.float32)
+        if not slots:
+            return out
+        buffer = memoryview(out.reshape(-1).view(np.uint8))
+        size = 4 * dim
+        assert self._file is not None
+        # runs of entries that lie one after another in the file are read in one call
+        order = sorted(range(len(slots)), key=lambda r: self._offset[slots[r]])
+        start = 0
+        while start < len(order):
+            end = start + 1
+            first = self._offset[slots[order[start]]]
+            while end < len(order) and order[end] == order[end - 1] + 1 and self._offset[slots[order[end]]] == first + (end - start) * size:
+                end += 1
+            row = order[start]
+            want = (end - start) * size
+            got = os.preadv(self._file, [buffer[row * size : row * size + want]], first)
+            if got != want:
+                raise OSError(f"short read of the run's vector file ({got} of {want} bytes)")
+            start = end
+        return out
+
+    def feed(self) -> Feed:
+        """Return a `Feed` that decodes the texts given to it into this store."""
+        return Feed(self)
+
+    def _changed(self, note_id: str, length: int, digest: int) -> bool:
+        """Whether a freshly read text differs from the entry's (an unchanged one is current again)."""
+        slot = self._slot.get(note_id)
+        if slot is None or self._length[slot] != length or self._hash[slot] != digest:
+            return True
+        self._current[slot] = 1
+        return False
+
+    def _put(self, entries: Sequence[tuple[str, int, int]], vectors: Sequence[Optional[np.ndarray]]) -> None:
+        """Store decoded vectors: `entries` are (note id, text length, text hash), in order."""
+        chunks = []
+        offset = self._end
+        for (note_id, length, digest), vector in zip(entries, vectors, strict=True):
+            slot = self._slot.get(note_id)
+            if slot is None:
+                slot = self._slot[note_id] = len(self._length)
+                for column in (self._length, self._hash, self._offset, self._dim):
+                    column.append(0)
+                self._current.append(0)
+            self._length[slot], self._hash[slot], self._current[slot] = length, digest, 1
+            if vector is None:
+                self._dim[slot], self._offset[slot] = -1, 0
+                continue
+            data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+            self._dim[slot], self._offset[slot] = len(vector), offset
+            chunks.append(data)
+            offset += len(data)
+        if chunks:
+            if self._file is None:
+                handle, name = tempfile.mkstemp(prefix="memctl-vectors-")
+                os.unlink(name)  # gone with the descriptor, even if this process is killed
+                self._file = handle
+                self._closer = weakref.finalize(self, os.close, handle)  # a store dropped unclosed
+            data = b"".join(chunks)
+            view = memoryview(data)
+            position = self._end
+            while view:
+                written = os.pwrite(self._file, view, position)
+                view, position = view[written:], position + written
+            self._end = offset
+
+    def close(self) -> None:
+        """Close (and so delete) the file; the entries are gone."""
+        if self._file is not None:
+            assert self._closer is not None
+            self._closer()  # closes the descriptor, once
+            self._file = None
+        self._slot.clear()
+        self._current = bytearray()
+        self._length, self._hash, self._offset, self._dim = array("q"), array("q"), array("q"), array("q")
+        self._end = 0
+
+
+class Feed:
+    """Decode stored vector texts into a `StoredVectors` as they are read: `add` each, then `finish`.
+
+    Texts are decoded FEED_TEXTS at a time (`Decoding`: a helper process takes a share of each
+    batch), the helper of one batch working while this process reads the next; then the texts are
+    dropped. A text equal to the note's entry (length and hash) is not decoded again. `close`
+    ends the helpers of a feed given up (an error while reading).
+    """
+
+    def __init__(self, store: StoredVectors) -> None:
+        self.store = store
+        self._entries: list[tuple[str, int, int]] = []
+        self._texts: list[str] = []
+        self._running: list[tuple[list[tuple[str, int, int]], Decoding]] = []
+
+    def add(self, note_id: str, text: str, again: bool = False) -> None:
+        """Decode the note's text into the store, unless it is the text the store has for the note
+        (`again`: decode it anyway, it replaces a text given before in this feed)."""
+        key = (len(text), hash(text))
+        if not again and not self.store._changed(note_id, *key):
+            return
+        self._entries.append((note_id, *key))
+        self._texts.append(text)
+        if len(self._texts) >= FEED_TEXTS:
+            self._start(AHEAD_SHARE)  # its helper starts ahead of this process's part
+
+    def _start(self, share: float) -> None:
+        entries, texts, self._entries, self._texts = self._entries, self._texts, [], []
+        self._running.append((entries, Decoding(texts, share)))
+        while len(self._running) > 1:  # this batch's helper works while the one before is collected
+            self._collect()
+
+    def _collect(self) -> None:
+        entries, decoding = self._running.pop(0)
+        self.store._put(entries, decoding.result())
+
+    def finish(self) -> None:
+        try:
+            if self._texts:
+                self._start(stored_texts.HELPER_SHARE)
+            while self._running:
+                self._collect()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for _, decoding in self._running:
+            decoding.close()
+        self._running = []
+        self._entries, self._texts = [], []
+
+
+def stored_vectors(ctx: PhaseContext) -> StoredVectors:
+    """Return the run's `StoredVectors` (one per run: both LLM phases share it)."""
+    return ctx.service(STORED, lambda: StoredVectors(ctx.settings.stored_model_id))
 
 
 @dataclass(frozen=True)
@@ -65,14 +355,16 @@ class VectorIndex:
         self.compute = compute
         self.trusted = ctx.settings.stored_model_id
         self.stats = VectorStats()
-        # (note id, length and hash of its EmbeddingVector text) -> the decoded vector (None:
-        # unusable), for this run: both LLM phases share the decoding. Python caches a string's
-        # hash in the string, so each text is hashed once; a different text of the same note and
-        # length with the same 64-bit hash (within one run) is the only way to get a wrong one.
-        self._decoded: dict[tuple[str, int, int], Optional[np.ndarray]] = {}
+        # partition matrices read from the run's StoredVectors, kept while recently used
+        self.recent = Recent()
         # note id -> (content hash, unit vector) of notes memctl created in a stored-vector partition
         self._derived: dict[str, tuple[str, np.ndarray]] = {}
         self._probed: Optional[int] = None  # the compute embedder's dimension, when it had to be measured
+
+    @property
+    def stored(self) -> StoredVectors:
+        """The run's decoded stored vectors (looked up each time: a phase that failed closes them)."""
+        return stored_vectors(self.ctx)
 
     def thresholds(self, model: str) -> tuple[float, float]:
         """Return (consolidate, contradiction) thresholds for vectors of `model`."""
@@ -90,41 +382,69 @@ class VectorIndex:
         self._load_derived([n for notes in groups.values() for n in notes if not self._has_trusted_vector(n)])
         self._decode_stored_texts(groups)
         for key, notes in groups.items():
-            matrix = self._stored_matrix(notes)
-            if matrix is not None:
-                stored[key] = matrix
+            if self._stored_dim(notes) > 0:
+                stored[key] = notes
             else:
                 to_compute.extend(notes)
         computed = self.embed(to_compute)
         out: dict[PartitionKey, PartitionVectors] = {}
         for key, notes in groups.items():
             if key in stored:
-                out[key] = PartitionVectors(notes, stored[key], self.trusted or "stored")
+                out[key] = PartitionVectors(notes, None, self.trusted or "stored", partial(self._stored_matrix, notes), self.recent)
             else:
                 out[key] = PartitionVectors(notes, np.vstack([computed[n.id] for n in notes]) if notes else np.zeros((0, 0), np.float32), self.compute.name)
         self.stats = VectorStats(self.stats.stored + sum(len(groups[k]) for k in stored), self.stats.cached, self.stats.computed)
         return out
 
-    def _stored_matrix(self, notes: Sequence[NoteRecord]) -> Optional[np.ndarray]:
+    def _stored_dim(self, notes: Sequence[NoteRecord]) -> int:
+        """The dimension of the trusted model's vectors of `notes`, when every note has one and
+        all have the same; else -1 (the partition is embedded by the compute embedder)."""
         if not self.trusted or not notes:
-            return None
-        vectors = []
+            return -1
+        model, store = self.trusted.lower(), self.stored
+        dims = set()
         for note in notes:
-            vector = self.vector_of(note)
-            if vector is None or (vectors and vector.shape != vectors[0].shape):
-                return None
-            vectors.append(vector)
-        return unit_rows(np.vstack(vectors))
+            if (note.embedding_model_id or "").lower() == model:
+                dims.add(store.dim(note.id))
+            else:
+                derived = self._derived.get(note.id)
+                dims.add(len(derived[1]) if derived is not None and derived[0] == content_hash(note.note) else -1)
+            if len(dims) > 1:
+                return -1
+        return dims.pop()
+
+    def _stored_matrix(self, notes: Sequence[NoteRecord]) -> np.ndarray:
+        """The unit rows of a partition of stored vectors (`_stored_dim` > 0), read from the run's file."""
+        model = (self.trusted or "").lower()
+        own = [n.id for n in notes if (n.embedding_model_id or "").lower() == model]
+        if len(own) == len(notes):
+            return unit_rows(self.stored.matrix(own))
+        rows = self.stored.matrix(own)
+        matrix = np.empty((len(notes), rows.shape[1]), dtype=np.float32)
+        place = 0
+        for i, note in enumerate(notes):
+            if (note.embedding_model_id or "").lower() == model:
+                matrix[i] = rows[place]
+                place += 1
+            else:
+                matrix[i] = self._derived[note.id][1]
+        return unit_rows(matrix)
 
     def _has_trusted_vector(self, note: NoteRecord) -> bool:
-        return bool(self.trusted) and (note.embedding_model_id or "").lower() == (self.trusted or "").lower() and note.embedding_vector is not None
+        if not self.trusted or (note.embedding_model_id or "").lower() != self.trusted.lower():
+            return False
+        return note.embedding_vector is not None or self.stored.has(note.id)
 
     def vector_of(self, note: NoteRecord) -> Optional[np.ndarray]:
         """Return a note's vector of the trusted stored model: its own, or the one memctl derived for it."""
         if not self.trusted:
             return None
         if (note.embedding_model_id or "").lower() == self.trusted.lower():
-            return self._decode(note.id, note.embedding_vector)
+            if note.embedding_vector is not None:  # a record read with its text
+                feed = self.stored.feed()
+                feed.add(note.id, note.embedding_vector)
+                feed.finish()
+            return self.stored.get(note.id)
         derived = self._derived.get(note.id)
         if derived is not None and derived[0] == content_hash(note.note):
             return derived[1]
@@ -161,24 +481,23 @@ class VectorIndex:
                     self._derived[str(note_id).lower()] = (digest, np.frombuffer(blob, dtype=np.float32))
 
     def _decode_stored_texts(self, groups: dict[PartitionKey, list[NoteRecord]]) -> None:
-        """Decode every trusted vector text of `groups` not decoded yet, at once (`decode_many`),
-        after collecting what `decode_ahead` started."""
+        """Decode the trusted vector texts that records of `groups` carry (records read with their
+        text, `load_notes` keeps none) into the run's StoredVectors, after collecting what
+        `decode_ahead` started. A text already decoded for its note is not decoded again."""
         ahead = self.ctx.services.pop(AHEAD, None)
         if ahead is not None:
             keys, decoding = ahead
-            for key, vector in zip(keys, decoding.result(), strict=True):
-                self._decoded.setdefault(key, vector)
-        todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted, known=self._decoded)
+            self.stored._put(keys, decoding.result())
+        todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted)
         if todo:
-            self._decoded.update(zip(todo, decode_many(list(todo.values()))))
-
-    def _decode(self, note_id: str, text: Optional[str]) -> Optional[np.ndarray]:
-        if text is None:
-            return None
-        key = _text_key(note_id, text)
-        if key not in self._decoded:
-            self._decoded[key] = decode_stored(text)
-        return self._decoded[key]
+            feed = self.stored.feed()
+            try:
+                for (note_id, _, _), text in todo.items():
+                    feed.add(note_id, text)
+            except BaseException:
+                feed.close()
+                raise
+            feed.finish()
 
     def embed(self, notes: Iterable[NoteRecord]) -> dict[str, np.ndarray]:
         """Return unit vectors of `notes` by the compute embedder, from the cache where possible."""
@@ -265,13 +584,12 @@ class VectorIndex:
 
 
 def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
-    """Start decoding the stored vectors of `notes` (those of the trusted model) with a helper
-    process, while the caller goes on; the run's VectorIndex collects them when it first needs
-    vectors, and this process decodes its share of all of them then. Only when a helper runs
-    (a batch large enough, a second CPU: `Decoding`), and for a run that plans nearly every
-    partition (consolidate's AHEAD_BELOW): the two LLM phases then need nearly every vector
-    (pairs in each partition, each user note against the broader notes). `close_ahead` ends
-    one that is never collected.
+    """Start decoding the stored vector texts that `notes` carry (those of the trusted model)
+    with a helper process, while the caller goes on; the run's VectorIndex collects them when it
+    first needs vectors, and this process decodes its share of all of them then. Only when a
+    helper runs (a batch large enough, a second CPU: `Decoding`). The LLM phases no longer use
+    it: `load_notes` decodes as it reads (`Feed`) and its records carry no text; this is for
+    records built with their text. `close_ahead` ends one that is never collected.
     """
     if AHEAD in ctx.services:
         return
@@ -284,10 +602,14 @@ def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
 
 
 def close_ahead(ctx: PhaseContext) -> None:
-    """End the helper of a `decode_ahead` nothing collected (the run ends or stops)."""
+    """End the helper of a `decode_ahead` nothing collected, and close the run's StoredVectors
+    (their file): the run ends or stops, or a phase failed (the next one reads the notes again)."""
     ahead = ctx.services.pop(AHEAD, None)
     if ahead is not None:
         ahead[1].close()
+    stored = ctx.services.pop(STORED, None)
+    if stored is not None:
+        stored.close()
 
 
 def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str], known: Container[tuple[str, int, int]] = ()) -> dict[tuple[str, int, int], str]:

@@ -339,17 +339,15 @@ def test_a_notes_kept_state_follows_its_fields_and_ignores_its_vector_text() -> 
     assert note == dataclasses.replace(note, embedding_vector=None)
 
 
-def test_vectors_are_decoded_ahead_only_when_nearly_every_partition_is_to_be_planned(db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A first run decodes stored vectors ahead with a helper (issue 16); a run the marks say is
-    mostly settled reads and decodes only the vectors of the partitions it plans."""
+def test_a_first_run_decodes_every_vector_as_it_reads_the_notes_and_a_settled_one_none(db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run decodes the stored vectors as it reads the notes (one scan, issue 25), once for
+    both LLM phases; a run the marks say is mostly settled reads and decodes only the vectors of
+    the partitions it plans (here none); --replan decodes them all again."""
     from memctl.embed import stored
-    from memctl.phases import consolidate as consolidate_module
 
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
-    calls: list[int] = []
-    real = consolidate_module.decode_ahead
-    monkeypatch.setattr(consolidate_module, "decode_ahead", lambda ctx, notes: calls.append(len(notes)) or real(ctx, notes))
+    decoded: list[str] = []
+    real = stored.decode_stored
+    monkeypatch.setattr(stored, "decode_stored", lambda text: decoded.append(text) or real(text))
     model = "11111111-2222-4333-8444-555555555555"
     store = Store(db.engine)
     agent = store.agent()
@@ -359,9 +357,9 @@ def test_vectors_are_decoded_ahead_only_when_nearly_every_partition_is_to_be_pla
     settings = {"embed_provider": "stored", "embed_model": model}
     first = consolidate(db, **settings)
     assert first.exit_code == 0 and first.phases[0].input["partitionsSettled"] == 0
-    assert calls == [6]
+    assert len(decoded) == 6
     second = consolidate(db, **settings)
     assert second.exit_code == 0 and second.phases[0].input["partitionsSettled"] == 2
-    assert calls == [6]  # not again: nothing to plan
+    assert len(decoded) == 6  # not again: nothing to plan
     third = consolidate(db, replan=True, **settings)
-    assert third.exit_code == 0 and calls == [6, 6]
+    assert third.exit_code == 0 and len(decoded) == 12

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
@@ -12,17 +12,26 @@ from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
 from memctl.phases.common import as_planned, in_shard, sqlite_guid
 from memctl.plan import guard_of
-from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row, with_vector_text
+from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.changes import id_in
 from memctl.store.engine import read
+from memctl.vectors import stored_vectors
 
 #: IDs per IN-list when reading vectors of a few notes
 CHUNK = 500
 #: above this many notes, read vectors by one scan of the Active notes instead of by ID
 SCAN_ABOVE = 5000
 
+
+#: columns whose values repeat across notes (an agent's ID, a user's, a model's, the same dates):
+#: each distinct value is kept once per load, so a million records do not each hold their own
+#: copy (a GUID is an 85-byte string, a datetime 48 bytes)
+SHARED_VALUES = (
+    "AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type", "Status",
+    "ProtectionTier", "EmbeddingModelID", "SourceConversationID", "LastAccessedAt", "__mj_CreatedAt", "__mj_UpdatedAt", "ExpiresAt",
+)
 
 #: ctx.services key of the notes the consolidate phase loaded, left for the contradictions phase
 SNAPSHOT = "active notes snapshot"
@@ -55,6 +64,7 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
     ids = sorted(snapshot.touched)
     sqlite = ctx.engine.dialect.name == "sqlite"
     alone = Overlay(removed=overlay.removed)  # its additions are in the snapshot already
+    stored_vectors(ctx).forget(ids)  # read again below: with their vector text, or to be read by with_vectors
     fresh: list[NoteRecord] = []
     for start in range(0, len(ids), CHUNK):
         # on SQLite every spelling of a GUID, as load_notes' full scan would find it
@@ -71,7 +81,10 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
 
     `where` adds SQL conditions. Stored vectors are read only when the settings can use them,
     and with `vectors=False` not at all (`with_vectors` reads them later for the notes that
-    need them: most of a large store's bytes are vector text).
+    need them). The records never carry the vector text (most of a large store's bytes): it is
+    decoded as it is read into the run's StoredVectors (memctl/vectors.py), and dropped. Every
+    note read without it has its entry there marked out of date, so no vector older than its
+    record is used.
     """
     t = m.note
     wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
@@ -87,31 +100,57 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     columns = [sa.type_coerce(t.c[c], sa.String).label(c) if c in fast else t.c[c] for c in wanted]
     query = sa.select(*columns).where(*conditions)
     with_vector = "EmbeddingVector" in wanted
+    store = stored_vectors(ctx)
+    trusted = store.trusted
+    dropped: set[str] = set()  # IDs whose row kept (a twin read later) has no text to use
     notes: list[NoteRecord] = []
     # note ID -> its place in `notes` (-1: not taken). SQLite rows whose IDs differ only in
     # spelling ("ABC..." and "abc...", dashed or not) are one record: the row in SQLAlchemy's
     # spelling (32 lowercase hex digits) when there is one, as apply finds it (rows_by_id).
     seen: dict[str, int] = {}
     twins = 0
-    with read(ctx.engine) as conn:
-        for row in conn.execute(query.execution_options(yield_per=5000)):
-            # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
-            values = dict(zip(wanted, row))
-            stored_id = values["ID"]
-            for column in fast:
-                values[column] = sqlite_guid(values[column])
-            note_id = str(values["ID"]).lower()
-            if note_id in seen:
-                twins += 1
-                place = seen[note_id]
-                if place >= 0 and fast and stored_id == note_id.replace("-", ""):
-                    notes[place] = note_record(values, with_vector=with_vector)
-                continue
-            if note_id in overlay.removed or not in_shard(values, ctx.scope):
-                seen[note_id] = -1
-                continue
-            seen[note_id] = len(notes)
-            notes.append(note_record(values, with_vector=with_vector))
+    shared = [c for c in SHARED_VALUES if c in wanted]
+    one: dict[Any, Any] = {}  # a value -> the one object of it this load keeps
+    feed = store.feed()
+    try:
+        with read(ctx.engine) as conn:
+            for row in conn.execute(query.execution_options(yield_per=5000)):
+                # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
+                values = dict(zip(wanted, row))
+                stored_id = values["ID"]
+                for column in fast:
+                    values[column] = sqlite_guid(values[column])
+                for column in shared:
+                    value = values[column]
+                    if value is not None:
+                        values[column] = one.setdefault(value, value)
+                note_id = str(values["ID"]).lower()
+                if note_id in seen:
+                    twins += 1
+                    place = seen[note_id]
+                    if place >= 0 and fast and stored_id == note_id.replace("-", ""):
+                        notes[place] = note_record(values, with_vector=False)
+                        text = _trusted_text(values, trusted) if with_vector else None
+                        if text is None:
+                            dropped.add(note_id)
+                        else:
+                            dropped.discard(note_id)
+                            feed.add(note_id, text, again=True)  # this row's text, whatever was fed before
+                    continue
+                if note_id in overlay.removed or not in_shard(values, ctx.scope):
+                    seen[note_id] = -1
+                    continue
+                seen[note_id] = len(notes)
+                notes.append(note_record(values, with_vector=False))
+                store.stale(note_id)  # read again: its vector is this row's, or none until with_vectors reads it
+                text = _trusted_text(values, trusted) if with_vector else None
+                if text is not None:
+                    feed.add(note_id, text)
+    except BaseException:
+        feed.close()
+        raise
+    feed.finish()
+    store.forget(dropped)
     if twins:
         ctx.reporter.log(f"{twins} note row(s) repeat the ID of another row in another spelling (case or dashes): each ID is handled once")
     negative = sum(1 for n in notes if n.stored_access_count is not None)
@@ -127,37 +166,59 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
 
 
 def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, list[NoteRecord]]:
-    """Return `groups` with the stored vector text of every note loaded without it.
+    """Read the stored vector text of every note of `groups` loaded without it into the run's
+    StoredVectors (decoded there; a text unchanged since this run decoded it is not decoded
+    again), and return `groups` (the records carry no text).
 
     Only notes whose EmbeddingModelID is the trusted stored model are read (no other vector is
     ever used). Few notes: by ID, in chunks; most of the store: one scan of the Active notes.
     """
-    trusted = (ctx.settings.stored_model_id or "").lower()
+    store = stored_vectors(ctx)
+    trusted = store.trusted
     if not trusted:
         return groups
     wanted = {
         n.id for notes in groups.values() for n in notes
-        if n.embedding_vector is None and (n.embedding_model_id or "").lower() == trusted
+        if n.embedding_vector is None and (n.embedding_model_id or "").lower() == trusted and not store.has(n.id)
     }
     if not wanted:
         return groups
     t = m.note
-    texts: dict[str, str] = {}
-    with read(ctx.engine) as conn:
-        if len(wanted) > SCAN_ABOVE:
-            query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
-            if ctx.scope.agent_id:
-                query = query.where(t.c.AgentID == ctx.scope.agent_id)
-            rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
-            texts = {note_id: text for note_id, text in ((str(i).lower(), x) for i, x in rows) if note_id in wanted}
-        else:
-            ids = sorted(wanted)
-            for start in range(0, len(ids), CHUNK):
-                query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.ID.in_(ids[start : start + CHUNK]))
-                texts.update((str(i).lower(), x) for i, x in conn.execute(query))
+    feed = store.feed()
+    try:
+        with read(ctx.engine) as conn:
+            if len(wanted) > SCAN_ABOVE:
+                query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
+                if ctx.scope.agent_id:
+                    query = query.where(t.c.AgentID == ctx.scope.agent_id)
+                rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
+            else:
+                ids = sorted(wanted)
+                rows = (
+                    row
+                    for start in range(0, len(ids), CHUNK)
+                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.ID.in_(ids[start : start + CHUNK])))
+                )
+            for stored_id, text in rows:
+                note_id = str(stored_id).lower()
+                if note_id in wanted and text is not None:
+                    feed.add(note_id, text)
+                    wanted.discard(note_id)  # an ID's first row, as the texts were taken before
+    except BaseException:
+        feed.close()
+        raise
+    feed.finish()
     # a note gone or changed meanwhile keeps no vector: its partition is embedded by the compute
     # embedder this run, and its unit's guard stops any change planned on stale data
-    return {key: [with_vector_text(n, texts[n.id]) if n.id in wanted and n.id in texts else n for n in notes] for key, notes in groups.items()}
+    return groups
+
+
+def _trusted_text(values: dict[str, Any], trusted: str) -> Optional[str]:
+    """The row's EmbeddingVector text when its EmbeddingModelID is the trusted model's."""
+    text = values.get("EmbeddingVector")
+    if text is None or (values.get("EmbeddingModelID") or "").lower() != trusted:
+        return None
+    return text
 
 
 def order_key(note: NoteRecord) -> tuple:

@@ -69,14 +69,10 @@ from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.text.decide import NoteText
-from memctl.vectors import VectorIndex, VectorStats, close_ahead, decode_ahead
+from memctl.vectors import VectorIndex, VectorStats, close_ahead
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
-#: stored vectors are decoded ahead (`decode_ahead`) only when at most this share of partitions
-#: was left settled by the last run (a first run, --replan, a store changed nearly everywhere):
-#: then nearly every vector is needed, by this phase or the next
-AHEAD_BELOW = 0.1
 
 
 class ConsolidatePhase:
@@ -111,9 +107,7 @@ class ConsolidatePhase:
         settled = marks.settled_share() if marks is not None else 0.0
         lazy = settled >= MOSTLY_SETTLED  # marks.mostly_settled(), without reading the share twice
         notes = load_notes(ctx, overlay, vectors=not lazy)
-        ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)
-        if settled < AHEAD_BELOW:  # nearly every partition to plan: a helper decodes while this phase groups the notes
-            decode_ahead(ctx, notes)
+        ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
@@ -182,12 +176,8 @@ class ConsolidatePhase:
         needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
         for key in set(chain.from_iterable(eligible.values())):
             needed[key] = broader[key]  # every Active note there (a superset of its candidates)
-        if lazy:
-            needed = with_vectors(ctx, needed)
-            loaded = {n.id: n for members in needed.values() for n in members}
-            for mapping in (groups, broader):
-                for key in needed.keys() & mapping.keys():
-                    mapping[key] = [loaded.get(n.id, n) for n in mapping[key]]
+        if lazy:  # the vectors of the partitions planned, read into the run's StoredVectors
+            with_vectors(ctx, needed)
         vectors = index.partitions(needed)
 
         reference_date = utc(ctx.now).date().isoformat()
