@@ -127,7 +127,9 @@ class AdaptiveLimiter(Limiter):
       requests): doubling until the first back-off ("slow start"); after it by 1, then 2, 4,
       ... while the windows keep growing, and by 1 again after a hold or back-off. Growing by
       one per round trip only would take 30 round trips from 2 to 32 after one noisy window;
-      this takes 5, and near a server's capacity it still probes one step at a time. There is
+      this takes 5, and near a server's capacity it still probes one step at a time; after the
+      first back-off a step needs two calm windows in a row, as a back-off needs two queueing
+      ones (on a one-slot server under load, one lucky window at 2 sent the bound to 3). There is
       no band between growing and backing off in which the bound holds: a hosted API's latency
       varies between like requests whatever the load, and that must not hold its client at 4.
     - **Back off on queueing**: a ratio >= `QUEUE_RATIO` in two windows in a row means
@@ -166,6 +168,8 @@ class AdaptiveLimiter(Limiter):
         self._busy = 0
         self._baseline: dict[str, float] = {}
         self._inflation = 1.0
+        #: calm windows (every slot used, no queueing) in a row at this bound since it last changed
+        self._calm = 0
 
     def acquire(self) -> float:
         started = super().acquire()
@@ -210,20 +214,25 @@ class AdaptiveLimiter(Limiter):
             self._queued = None
         elif self._queued is not None:
             self._change(self.limit, now)  # queueing once: hold, and see whether it lasts
-        elif self._busy >= self.limit and self.limit < self.ceiling:
+        elif self._busy >= self.limit and self.limit < self.ceiling and (self._slow_start or self._calm >= 1):
             grown = self.limit * 2 if self._slow_start else self.limit + self._step
             self._change(min(self.ceiling, grown), now)
             self._step *= 2
+        elif self._busy >= self.limit:
+            self._calm += 1
+            self._change(self.limit, now, calm=True)  # after a back-off, a second calm window before growing
         else:
             self._change(self.limit, now)  # hold, and start a new window
 
-    def _change(self, limit: int, now: float, cut: bool = False) -> None:
+    def _change(self, limit: int, now: float, cut: bool = False, calm: bool = False) -> None:
         # with self._cond held: a new bound (or the same one) and a new window
+        if not calm:
+            self._calm = 0
         if cut:
             self._warming = self._slow_start = False
             self._cut_at = now
             self._queued = None
-        if cut or limit == self.limit:
+        if cut or (limit == self.limit and not calm):
             self._step = 1
         self._set(limit)
         self._changed_at = now
