@@ -44,7 +44,8 @@ def _normalise_id(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
-#: a GUID in its usual spelling, either case
+#: a GUID in its usual spelling, either case (an identifier: hex digits, ASCII by definition); the one
+#: pattern memctl reads GUIDs by
 GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 

@@ -10,12 +10,12 @@ at least the minimum cluster size), and what cannot fit is reported with the rea
 from __future__ import annotations
 
 import math
-import re
 from typing import Callable, Optional, Sequence, TypeVar
+
+from memctl.similarity import GUID
 
 T = TypeVar("T")
 
-_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: reply budget of a contradiction or absorption verdict: an enum, a sentence, a number
 VERDICT_REPLY_TOKENS = 256
 #: fixed part of a consolidation reply (keys, type, confidence, reason) and the part per source ID
@@ -25,7 +25,7 @@ PER_SOURCE_TOKENS = 40
 
 def estimate_tokens(text: str) -> int:
     """Return a generous estimate of the tokens `text` takes."""
-    return math.ceil(len(text) / 3) + 16 * len(_GUID.findall(text))
+    return math.ceil(len(text) / 3) + 16 * len(GUID.findall(text))
 
 
 def consolidation_reply_tokens(contents: Sequence[str], max_note_chars: int) -> int:

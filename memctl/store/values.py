@@ -6,16 +6,15 @@ back inside a driver's error.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any, Optional
 
 import sqlalchemy as sa
 
 from memctl.settings import Settings, parse_time
+from memctl.similarity import GUID  # an identifier: its hex digits are ASCII by definition
 from memctl.store import models as m
 
-GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 LONG_TEXT_CAP = 200_000  # other long text columns of an inserted note (an embedding vector as JSON text)
 INT_MAX = 2**31 - 1
 
