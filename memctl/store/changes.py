@@ -449,9 +449,8 @@ def _read(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> _Read:
     read = _Read()
     inserted = [mu.record_id for unit in units for mu in unit.mutations if mu.action == "insert"]
     for start in range(0, len(inserted), CHUNK):
-        chunk = inserted[start : start + CHUNK]
-        ids = [str(to_db_values(m.note, {"ID": i})["ID"]) for i in chunk]
-        read.existing_notes |= {_guid(i) for i in conn.execute(sa.select(m.note.c.ID).where(m.note.c.ID.in_(ids))).scalars()}
+        query = sa.select(m.note.c.ID).where(m.note.c.ID.in_(inserted[start : start + CHUNK]))
+        read.existing_notes |= {_guid(i) for i in conn.execute(query).scalars()}
     firsts = sorted({str(mu.values["NoteAID"]).lower() for unit in units for mu in unit.mutations if mu.action == "flag"})
     r = m.review
     for start in range(0, len(firsts), CHUNK):
@@ -546,7 +545,7 @@ def _guid(value: Any) -> str:
 def _unit_rows(unit: Unit, rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """The batch's rows this unit names (a GUID value is spelt by its stored text only for those)."""
     named = {mu.record_id.lower() for mu in unit.mutations}
-    return {k: v for k, v in rows.items() if k in named}
+    return {k: rows[k] for k in named if k in rows}
 
 
 @lru_cache(maxsize=256)
