@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         "--llm-concurrency",
         help="auto or a number (default: the measured memctl's own default: auto since issue 25, 8 before)",
     )
+    parser.add_argument(
+        "--slice-notes", type=int, default=None,
+        help="the slice_notes setting (issue 25: a scope of more notes is read agent by agent; 0 = at once); default: memctl's own",
+    )
     parser.add_argument("--profile", type=Path, help="run the first dream under cProfile and write the stats here")
     args = parser.parse_args(argv)
     if (args.store is None) == (args.pg_schema is None):
@@ -140,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             options = types.SimpleNamespace(llm_concurrency=args.llm_concurrency, max_pairs=100_000, prune_cap=200, embedder="stored+compute")
             flags = harness.settings_for(store, stub, options)
+            if args.slice_notes is not None:
+                flags["slice_notes"] = args.slice_notes
             settings = resolve(flags=flags, environ={})
             engine = api.open_store(settings)
             statements = [0]

@@ -52,6 +52,9 @@ class Scope:
 
     agent_id: Optional[str] = None
     shard: Optional[tuple[int, int]] = None
+    #: a slice of the scope's agents, every spelling the store holds their IDs in (None: no
+    #: agent), which the LLM phases plan one at a time in a large store (memctl/phases/slices.py)
+    agents: Optional[tuple[Any, ...]] = None
 
     def lock_name(self) -> str:
         return "maintenance" if self.shard is None else f"maintenance:shard {self.shard[0]}/{self.shard[1]}"

@@ -88,6 +88,10 @@ class Settings:
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False
+    #: a scope of more Active notes than this is read by the LLM phases in slices of whole agents
+    #: of at most this many notes (an agent with more is a slice alone): peak memory follows the
+    #: largest slice, not the store (memctl/phases/slices.py); 0 = always the whole scope at once
+    slice_notes: int = 150_000
 
     prune_cap: int = 200
     note_retention_days: int = 90
@@ -348,6 +352,7 @@ def _validate(s: Settings) -> None:
         ("cluster_max_size", s.cluster_max_size >= s.cluster_min_size, "at least cluster_min_size"),
         ("max_pairs", s.max_pairs >= 0, "zero or more"),
         ("offline_max_pairs", s.offline_max_pairs >= 0, "zero or more"),
+        ("slice_notes", s.slice_notes >= 0, "zero or more"),
         ("prune_cap", s.prune_cap >= 0, "zero or more"),
         ("llm_concurrency", _pinned_or_auto(s.llm_concurrency), "auto or an integer of at least 1"),
         ("llm_concurrency_max", s.llm_concurrency_max >= 1, "at least 1"),

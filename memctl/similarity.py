@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 
-def _normalise_id(value: str | None) -> str | None:
+def normalise_id(value: str | None) -> str | None:
+    """An ID as partition keys compare it: case-insensitive (SQL Server returns uppercase GUIDs)."""
     return None if value is None else value.strip().lower()
 
 
@@ -81,10 +82,10 @@ def partition_key(note: NoteRecord) -> PartitionKey:
     from this key, so the stored IDs keep their original spelling.
     """
     return (
-        _normalise_id(note.agent_id),
-        _normalise_id(note.company_id),
-        _normalise_id(note.user_id),
-        _normalise_id(note.primary_scope_entity_id),
+        normalise_id(note.agent_id),
+        normalise_id(note.company_id),
+        normalise_id(note.user_id),
+        normalise_id(note.primary_scope_entity_id),
         _normalise_record_id(note.primary_scope_record_id),
         normalise_scopes(note.secondary_scopes),
     )

@@ -52,6 +52,7 @@ from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
+from memctl.phases.slices import agent_slices
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
@@ -87,6 +88,25 @@ class Candidate:
     def priority(self) -> tuple:
         """Sort key: pairs touching new or changed notes first, then the most similar, then by IDs."""
         return (not self.new, -self.similarity, *sorted(self.ids))
+
+
+@dataclass
+class _Found:
+    """The candidate pairs gathered slice by slice, and what the step reports of the reading."""
+
+    notes: int = 0
+    partitions: int = 0
+    settled: int = 0
+    skipped_created: int = 0
+    skipped_review: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+    #: the partition of each candidate
+    partition_of: list[PartitionKey] = field(default_factory=list)
+    #: partitions that cannot be marked settled this run
+    unsettled: set[PartitionKey] = field(default_factory=set)
+    #: the settled mark of each partition with a candidate pair
+    mark_of: dict[PartitionKey, str] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)
 
 
 def protection(note: NoteRecord) -> Optional[str]:
@@ -173,61 +193,42 @@ class ContradictionPhase:
         settings = ctx.settings
         snapshot = ctx.services.pop(SNAPSHOT, None)
         if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
-            notes, lazy = refreshed(ctx, overlay, snapshot), not snapshot.with_vectors
-        else:
-            lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
-            notes = load_notes(ctx, overlay, vectors=not lazy)
-        groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
-        under_review = _reviewed_pairs(ctx) if groups else set()
-        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
-        mark_of: dict[PartitionKey, str] = {}
-        settled_count = 0
-        if marks is not None and groups:
-            home = {n.id: key for key, members in groups.items() for n in members}
-            reviewed: dict[PartitionKey, list[list[str]]] = defaultdict(list)
-            for low, high in under_review:
-                if low in home and home[low] == home.get(high):
-                    reviewed[home[low]].append([low, high])
-            mark_of = {key: marks.key(notes_digest(members), sorted(reviewed.get(key, []))) for key, members in groups.items()}
-            settled = marks.settled(mark_of.values())
-            settled_count = sum(1 for key in groups if mark_of[key] in settled)
-            groups = {key: members for key, members in groups.items() if mark_of[key] not in settled}
+            slices = [ctx]
+        else:  # a large scope is read agent by agent (memctl/phases/slices.py)
+            slices = agent_slices(ctx)
+        under_review: Optional[set[tuple[str, str]]] = None
+        found = _Found()
+        for part_ctx in slices:
+            if snapshot is not None:
+                notes, lazy = refreshed(ctx, overlay, snapshot), not snapshot.with_vectors
+            else:
+                lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
+                notes = load_notes(part_ctx, overlay, vectors=not lazy)
+            found.notes += len(notes)
+            groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
+            del notes  # a slice's notes are kept only as far as its candidate pairs hold them
+            if groups and under_review is None:
+                under_review = _reviewed_pairs(ctx)
+            self._pairs(part_ctx, overlay, marks, groups, under_review or set(), lazy, found)
+        candidates, partition_of, unsettled, mark_of = found.candidates, found.partition_of, found.unsettled, found.mark_of
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         plan.input = {
-            "notes": len(notes),
-            "partitions": len(groups),
+            "notes": found.notes,
+            "partitions": found.partitions,
             "candidatePairs": 0,
             "pairsToAnalyse": 0,
             "maxPairs": settings.max_pairs,
             "lastMaintenanceAt": ctx.last_maintenance_at.isoformat() if ctx.last_maintenance_at else None,
-            "partitionsSettled": settled_count,
+            "partitionsSettled": found.settled,
         }
-        if not groups:
-            if settled_count:
-                return _nothing(plan, f"{plural(len(notes), 'active note')}, {plural(settled_count, 'partition')} unchanged since found settled")
-            return _nothing(plan, f"{plural(len(notes), 'active note')}, no partition with two or more")
+        if len(slices) > 1:
+            plan.input["slices"] = len(slices)
+        if not found.partitions:
+            if found.settled:
+                return _nothing(plan, f"{plural(found.notes, 'active note')}, {plural(found.settled, 'partition')} unchanged since found settled")
+            return _nothing(plan, f"{plural(found.notes, 'active note')}, no partition with two or more")
 
-        index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
-        thresholds: dict[str, float] = {}
-        candidates: list[Candidate] = []
-        skipped_created = skipped_review = 0
-        unsettled: set[PartitionKey] = set()  # partitions that cannot be marked settled this run
-        partition_of: list[PartitionKey] = []
-        for key, partition in index.partitions(with_vectors(ctx, groups) if lazy else groups).items():
-            threshold = thresholds.setdefault(partition.model, index.thresholds(partition.model)[1])
-            for i, j, similarity in pairs(partition.vectors, threshold):
-                a, b = partition.notes[i], partition.notes[j]
-                if a.id in overlay.created_by_run and b.id in overlay.created_by_run and authority(a, b) is None:
-                    # two notes this run created that the rule cannot settle: a flag would only
-                    # repeat a conflict of their sources; settleable pairs are judged (issue 13)
-                    skipped_created += 1
-                    unsettled.add(key)
-                elif _ordered(a.id, b.id) in under_review:
-                    skipped_review += 1
-                else:
-                    since = ctx.last_maintenance_at
-                    candidates.append(Candidate(a, b, similarity, is_new(a, since) or is_new(b, since)))
-                    partition_of.append(key)
+        thresholds = found.thresholds
         order = sorted(range(len(candidates)), key=lambda i: candidates[i].priority())
         candidates, partition_of = [candidates[i] for i in order], [partition_of[i] for i in order]
         plan.input.update(
@@ -236,17 +237,13 @@ class ContradictionPhase:
                 "newPairs": sum(c.new for c in candidates),
                 "threshold": next(iter(thresholds.values())) if len(thresholds) == 1 else thresholds,
                 "embedder": next(iter(thresholds)) if len(thresholds) == 1 else sorted(thresholds),
-                "pairsBothCreatedThisRun": skipped_created,
-                "pairsUnderReview": skipped_review,
+                "pairsBothCreatedThisRun": found.skipped_created,
+                "pairsUnderReview": found.skipped_review,
             }
         )
-        if marks is not None:
-            with_pairs = set(partition_of)
-            quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
-            marks.record([mark_of[key] for key in quiet])
         if not candidates:
             return _nothing(
-                plan, f"{plural(len(notes), 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
+                plan, f"{plural(found.notes, 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
             )
 
         judge: Judge = ctx.service("judge", lambda: make_judge(settings))
@@ -320,6 +317,58 @@ class ContradictionPhase:
             plan.outcome = "failed"
             plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
         return plan
+
+    @staticmethod
+    def _pairs(
+        ctx: PhaseContext,
+        overlay: Overlay,
+        marks: Optional[SettledMarks],
+        groups: dict[PartitionKey, list[NoteRecord]],
+        under_review: set[tuple[str, str]],
+        lazy: bool,
+        found: _Found,
+    ) -> None:
+        """Add the candidate pairs of one slice's partitions (of two notes or more) to `found`."""
+        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
+        if marks is not None and groups:
+            home = {n.id: key for key, members in groups.items() for n in members}
+            reviewed: dict[PartitionKey, list[list[str]]] = defaultdict(list)
+            for low, high in under_review:
+                if low in home and home[low] == home.get(high):
+                    reviewed[home[low]].append([low, high])
+            mark_of = {key: marks.key(notes_digest(members), sorted(reviewed.get(key, []))) for key, members in groups.items()}
+            settled = marks.settled(mark_of.values())
+            found.settled += sum(1 for key in groups if mark_of[key] in settled)
+            groups = {key: members for key, members in groups.items() if mark_of[key] not in settled}
+        else:
+            mark_of = {}
+        found.partitions += len(groups)
+        if not groups:
+            return
+        settings = ctx.settings
+        index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+        with_pairs: set[PartitionKey] = set()
+        unsettled = found.unsettled
+        for key, partition in index.partitions(with_vectors(ctx, groups) if lazy else groups).items():
+            threshold = found.thresholds.setdefault(partition.model, index.thresholds(partition.model)[1])
+            for i, j, similarity in pairs(partition.vectors, threshold):
+                a, b = partition.notes[i], partition.notes[j]
+                if a.id in overlay.created_by_run and b.id in overlay.created_by_run and authority(a, b) is None:
+                    # two notes this run created that the rule cannot settle: a flag would only
+                    # repeat a conflict of their sources; settleable pairs are judged (issue 13)
+                    found.skipped_created += 1
+                    unsettled.add(key)
+                elif _ordered(a.id, b.id) in under_review:
+                    found.skipped_review += 1
+                else:
+                    since = ctx.last_maintenance_at
+                    found.candidates.append(Candidate(a, b, similarity, is_new(a, since) or is_new(b, since)))
+                    found.partition_of.append(key)
+                    with_pairs.add(key)
+        if marks is not None:
+            quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
+            marks.record([mark_of[key] for key in quiet])
+            found.mark_of.update((key, mark_of[key]) for key in with_pairs)
 
     @staticmethod
     def _select(ctx: PhaseContext, judge: Judge, questions: Sequence[Question]) -> tuple[list[int], int]:

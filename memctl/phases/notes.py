@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
 from memctl.phases.common import as_planned, in_shard, sqlite_guid
+from memctl.phases.slices import agent_condition, holds
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
@@ -94,6 +95,7 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     conditions = [status == "Active", *where]
     if ctx.scope.agent_id:
         conditions.append(t.c.AgentID == ctx.scope.agent_id)
+    conditions += agent_condition(t, ctx)
     # On SQLite, GUID columns are read as their stored text and formatted here: SQLAlchemy's Uuid
     # result processing builds a uuid.UUID per value (7 per row: ~40 % of a 100k-row load).
     fast = [c for c in wanted if isinstance(t.c[c].type, sa.Uuid)] if ctx.engine.dialect.name == "sqlite" else []
@@ -159,7 +161,9 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     if overlay.changed:
         notes = [note_record(as_planned(record_row(n), overlay.changed)) if n.id in overlay.changed else n for n in notes]
     for added in overlay.added:
-        if added.id not in overlay.removed and (not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()):
+        if added.id not in overlay.removed and holds(ctx, added.agent_id) and (
+            not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()
+        ):
             notes.append(added)
     notes.sort(key=order_key)
     return notes
@@ -191,6 +195,7 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
                 query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
                 if ctx.scope.agent_id:
                     query = query.where(t.c.AgentID == ctx.scope.agent_id)
+                query = query.where(*agent_condition(t, ctx))
                 rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
             else:
                 ids = sorted(wanted)

@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from memctl.blas import single_thread
-from memctl.context import PhaseContext, Scope
+from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.phases.asking import ask_again_output, ask_again_text, no_usable_answer
@@ -62,6 +62,7 @@ from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_
 from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
 from memctl.phases.consolidate.synthesis import ClusterQuestions
+from memctl.phases.slices import agent_slices
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
@@ -73,6 +74,26 @@ from memctl.vectors import VectorIndex, VectorStats, close_ahead
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
+
+
+@dataclass
+class _Part:
+    """What one slice of the scope gathered for the plan (the whole scope, when it is one slice)."""
+
+    candidates: int
+    partitions: int
+    skipped: int
+    texts: dict[str, NoteText]
+    copy_units: list[Unit] = field(default_factory=list)
+    copied: set[PartitionKey] = field(default_factory=set)
+    cases: list[ClusterCase] = field(default_factory=list)
+    #: absorption candidates, asked with every other slice's under the run's budget
+    found: list[AbsorptionCase] = field(default_factory=list)
+    mark_of: dict[PartitionKey, str] = field(default_factory=dict)
+    settled: set[PartitionKey] = field(default_factory=set)
+    eligible: dict[PartitionKey, list[PartitionKey]] = field(default_factory=dict)
+    cluster_keys: list[PartitionKey] = field(default_factory=list)
+    models: set[str] = field(default_factory=set)
 
 
 class ConsolidatePhase:
@@ -106,8 +127,140 @@ class ConsolidatePhase:
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
         settled = marks.settled_share() if marks is not None else 0.0
         lazy = settled >= MOSTLY_SETTLED  # marks.mostly_settled(), without reading the share twice
+        built: list[Judge] = []
+
+        def get_judge() -> Judge:
+            # built on first use: a store with nothing to ask never needs a working LLM configuration
+            if not built:
+                built.append(ctx.service("judge", lambda: make_judge(settings)))
+            return built[0]
+
+        indexes: list[tuple[VectorIndex, VectorStats]] = []
+
+        def get_index() -> VectorIndex:
+            if not indexes:
+                index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+                indexes.append((index, index.stats))
+            return indexes[0][0]
+
+        # A large scope is read agent by agent (memctl/phases/slices.py); the questions under the
+        # run's budget are chosen once every slice is read, so the plan is the same either way.
+        tally = Tally()
+        slices = agent_slices(ctx)
+        parts = [
+            self._gather(part_ctx, overlay, marks, lazy, tally, get_judge, get_index, whole=len(slices) == 1)
+            for part_ctx in slices
+        ]
+        candidates = sum(p.candidates for p in parts)
+        partitions = sum(p.partitions for p in parts)
+        skipped = sum(p.skipped for p in parts)
+        plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
+        if not indexes:  # nothing to plan in any slice: no partition to cluster, absorb or join
+            plan.outcome = "no items"
+            plan.message = f"{plural(candidates, 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
+            if skipped:
+                plan.message = f"{plural(candidates, 'candidate note')}, {plural(skipped, 'partition')} unchanged since found settled, nothing else to do"
+            plan.input = {"candidateNotes": candidates, "partitions": partitions, "clusters": 0, "partitionsSettled": skipped}
+            plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
+            return plan
+        index, stats_before = indexes[0]
+        copy_units = [u for p in parts for u in p.copy_units]
+        cases = [c for p in parts for c in p.cases]
+        cluster_units = [case.unit for case in cases if case.unit is not None]
+        texts = parts[0].texts  # empty after slices: their analyses went with them, few are needed again
+
+        absorptions: list[AbsorptionCase] = []
+        found_absorptions = [c for p in parts for c in p.found]
+        deferred = 0
+        if found_absorptions:
+            found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+            absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
+        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally)]
+        absorb_units = [absorb_unit(case) for case in approved if not case.standing] + standing_absorptions(
+            [case for case in approved if case.standing]
+        )
+        if marks is not None:
+            for part in parts:
+                newly = _settled_now(
+                    part.mark_of, part.settled, part.cluster_keys, part.eligible, part.cases, part.found, absorptions, absorb_units, part.copied
+                )
+                marks.record([part.mark_of[k] for k in newly])
+
+        plan.units = copy_units + cluster_units + absorb_units
+        plan.children = [child_step(case) for case in cases]
+        thresholds = {model: index.thresholds(model)[0] for model in sorted(set().union(*(p.models for p in parts)))}
+        plan.input = {
+            "candidateNotes": candidates,
+            "partitions": partitions,
+            "clusters": len(cases),
+            "thresholds": thresholds,
+            "clusterSize": [settings.cluster_min_size, settings.cluster_max_size],
+            "embedder": index.compute.name,
+            "judge": built[0].model if built else None,
+            "absorb": settings.absorb,
+            "partitionsSettled": skipped,
+        }
+        if len(slices) > 1:
+            plan.input["slices"] = len(slices)
+        stats = index.stats
+        used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
+        absorbed = sum(len(revoked_ids(u)) for u in absorb_units)
+        plan.output = _output(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
+        if not cases and not absorptions and not copy_units:
+            plan.outcome = "no items"
+        out = plan.output
+        plan.message = (
+            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, "
+            + (f"{out['clustersIntoStanding']} into a standing note, " if out["clustersIntoStanding"] else "")
+            + f"{out['clustersDeclined']} declined, {out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
+            + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
+            + "; "
+            + (f"{copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
+            + f"{plural(absorbed, 'note')} to absorb"
+            + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
+            + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
+            + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
+            + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
+            + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
+        )
+        if tally.apart_reasons:
+            out["keptApartReasons"] = tally.apart_reasons[:10]
+        if tally.veto_reasons:
+            out["absorptionVetoReasons"] = tally.veto_reasons
+        failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
+        if failed:
+            # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
+            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
+                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
+            )
+            plan.outcome = "failed"
+            counts = f"{plural(out['clustersInvalid'], 'cluster')} invalid, {out['clustersFailed']} failed"
+            if failed == "unreachable":
+                plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
+            else:
+                plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
+        return plan
+
+    def _gather(
+        self,
+        ctx: PhaseContext,
+        overlay: Overlay,
+        marks: Optional[SettledMarks],
+        lazy: bool,
+        tally: Tally,
+        get_judge: Callable[[], Judge],
+        get_index: Callable[[], VectorIndex],
+        whole: bool,
+    ) -> _Part:
+        """Plan the slice of the scope `ctx` holds up to the absorption questions, which are asked for every slice at once.
+
+        `whole`: the slice is the whole scope; its notes are left for the contradictions phase
+        (SNAPSHOT) and its text analyses for the absorption checks. A slice keeps neither.
+        """
+        settings = ctx.settings
         notes = load_notes(ctx, overlay, vectors=not lazy)
-        ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
+        if whole:  # for the contradictions phase; a slice's notes are read again by its slice there
+            ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
@@ -116,7 +269,7 @@ class ConsolidatePhase:
         # the broader partition may belong to another shard; it is only read (and guarded).
         pool = [n for n in notes if n.user_id is None]
         if ctx.scope.shard is not None and settings.absorb:
-            unsharded = replace(ctx, scope=Scope(agent_id=ctx.scope.agent_id))
+            unsharded = replace(ctx, scope=replace(ctx.scope, shard=None))
             known = {n.id for n in pool}
             pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None), vectors=not lazy) if n.id not in known]
         broader = by_partition(sorted(pool, key=order_key))
@@ -157,18 +310,11 @@ class ConsolidatePhase:
         planned = set(cluster_keys) | set(eligible) | set(standing_keys)
         texts: dict[str, NoteText] = {}
 
-        plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
+        part = _Part(candidates=len(candidates), partitions=len(groups), skipped=len(skipped), texts=texts if whole else {})
         if not cluster_keys and not eligible and not copy_keys and not standing_keys:
-            plan.outcome = "no items"
-            plan.message = f"{plural(len(candidates), 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
-            if skipped:
-                plan.message = f"{plural(len(candidates), 'candidate note')}, {plural(len(skipped), 'partition')} unchanged since found settled, nothing else to do"
-            plan.input = {"candidateNotes": len(candidates), "partitions": len(groups), "clusters": 0, "partitionsSettled": len(skipped)}
-            plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
-            return plan
+            return part
 
-        index: VectorIndex = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
-        stats_before = index.stats
+        index = get_index()
         # A cluster partition is read whole: a candidate contested by any Active note of it (Protected
         # and manual ones too) is left to the contradiction phase (see `contested_notes`).
         needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
@@ -181,15 +327,6 @@ class ConsolidatePhase:
         vectors = index.partitions(needed)
 
         reference_date = utc(ctx.now).date().isoformat()
-        built: list[Judge] = []
-
-        def get_judge() -> Judge:
-            # built on first use: a store with nothing to ask never needs a working LLM configuration
-            if not built:
-                built.append(ctx.service("judge", lambda: make_judge(settings)))
-            return built[0]
-
-        tally = Tally()
         copy_units, copied = plan_copies(index, copy_keys, vectors, texts, EXACT_COPY)
         # Later units are planned on the notes as the earlier ones leave them: a standing note's
         # guard then shows the AccessCount it will have when they apply.
@@ -222,78 +359,18 @@ class ConsolidatePhase:
             for key in mapping:
                 mapping[key] = [as_after(changes, n) for n in mapping[key]]
 
-        absorptions: list[AbsorptionCase] = []
-        found_absorptions: list[AbsorptionCase] = []
-        deferred = 0
+        absorbable: list[AbsorptionCase] = []
         if eligible:
-            found_absorptions = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
+            absorbable = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
         if standing_keys:
-            taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in found_absorptions}
+            taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in absorbable}
             taken |= {n.id for c in cases for n in c.notes}
-            found_absorptions += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
-        if found_absorptions:
-            found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
-            absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
-        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally)]
-        absorb_units = [absorb_unit(case) for case in approved if not case.standing] + standing_absorptions(
-            [case for case in approved if case.standing]
-        )
-        if marks is not None:
-            newly = _settled_now(mark_of, skipped, [*cluster_keys, *standing_keys], eligible, cases, found_absorptions, absorptions, absorb_units, copied)
-            marks.record([mark_of[k] for k in newly])
-
-        plan.units = copy_units + cluster_units + absorb_units
-        plan.children = [child_step(case) for case in cases]
-        thresholds = {model: index.thresholds(model)[0] for model in sorted({v.model for v in vectors.values()})}
-        plan.input = {
-            "candidateNotes": len(candidates),
-            "partitions": len(groups),
-            "clusters": len(cases),
-            "thresholds": thresholds,
-            "clusterSize": [settings.cluster_min_size, settings.cluster_max_size],
-            "embedder": index.compute.name,
-            "judge": built[0].model if built else None,
-            "absorb": settings.absorb,
-            "partitionsSettled": len(skipped),
-        }
-        stats = index.stats
-        used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
-        absorbed = sum(len(revoked_ids(u)) for u in absorb_units)
-        plan.output = _output(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
-        if not cases and not absorptions and not copy_units:
-            plan.outcome = "no items"
-        out = plan.output
-        plan.message = (
-            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, "
-            + (f"{out['clustersIntoStanding']} into a standing note, " if out["clustersIntoStanding"] else "")
-            + f"{out['clustersDeclined']} declined, {out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
-            + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
-            + "; "
-            + (f"{copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
-            + f"{plural(absorbed, 'note')} to absorb"
-            + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
-            + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
-            + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
-            + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
-            + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
-        )
-        if tally.apart_reasons:
-            out["keptApartReasons"] = tally.apart_reasons[:10]
-        if tally.veto_reasons:
-            out["absorptionVetoReasons"] = tally.veto_reasons
-        failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
-        if failed:
-            # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
-            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
-                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
-            )
-            plan.outcome = "failed"
-            counts = f"{plural(out['clustersInvalid'], 'cluster')} invalid, {out['clustersFailed']} failed"
-            if failed == "unreachable":
-                plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
-            else:
-                plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
-        return plan
+            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
+        part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
+        part.mark_of, part.settled, part.eligible = mark_of, skipped, eligible
+        part.cluster_keys = [*cluster_keys, *standing_keys]
+        part.models = {v.model for v in vectors.values()}
+        return part
 
 
 def _settled_now(

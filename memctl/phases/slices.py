@@ -1,0 +1,95 @@
+"""Agent by agent: the LLM phases read a large store in slices of whole agents (issue 25).
+
+A partition never spans two agents (the agent is part of its scope tuple, DESIGN 3) and
+absorption only moves a note into a broader partition of its own agent, so one agent's notes
+are planned without any other agent's in memory. A scope of at most `slice_notes` Active notes
+is one slice, read at once as before. A larger one is cut into runs of whole agents, in the
+order of their IDs, each of at most `slice_notes` notes (an agent with more is a slice alone)
+and `SLICE_AGENTS` agents: peak memory then follows the largest slice, not the store.
+
+Nothing decided across the scope depends on the slicing: which absorption checks and which
+contradiction pairs are asked under the run's budget is chosen after every slice is read, from
+the same candidates in the same order (`memctl/phases/consolidate`, `contradictions`).
+
+A slice names its agents by every spelling the store holds them in (SQLite may hold one GUID
+in upper and lower case, dashed or not), so a partition is never cut in two.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any, Optional
+
+import sqlalchemy as sa
+
+from memctl.context import PhaseContext
+from memctl.phases.common import sqlite_guid
+from memctl.similarity import normalise_id
+from memctl.store import models as m
+from memctl.store.engine import read
+
+#: agents named in one slice at most: one IN-list of their spellings (SQL Server takes ~2,100 parameters)
+SLICE_AGENTS = 500
+
+
+def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
+    """Return the contexts to plan the scope in: `ctx` alone, or one per slice of whole agents."""
+    limit = ctx.settings.slice_notes
+    if ctx.scope.agent_id or ctx.scope.agents is not None or limit <= 0:
+        return [ctx]
+    t = m.note
+    sqlite = ctx.engine.dialect.name == "sqlite"
+    column = sa.type_coerce(t.c.AgentID, sa.String) if sqlite else t.c.AgentID
+    query = sa.select(column.label("agent"), sa.func.count().label("notes")).where(t.c.Status == "Active").group_by(column)
+    with read(ctx.engine) as conn:
+        rows = conn.execute(query).all()
+    if sum(count for _, count in rows) <= limit:
+        return [ctx]
+    # one agent in every spelling: the key its notes' partitions carry
+    spellings: dict[Optional[str], list[Any]] = defaultdict(list)
+    counts: dict[Optional[str], int] = defaultdict(int)
+    for stored, count in rows:
+        key = _agent_key(sqlite_guid(stored) if sqlite and stored is not None else stored)
+        spellings[key].append(stored)
+        counts[key] += count
+    slices: list[tuple[Any, ...]] = []
+    current: list[Any] = []
+    size = 0
+    for key in sorted(spellings, key=lambda k: (k is not None, k or "")):
+        if current and (size + counts[key] > limit or len(current) + len(spellings[key]) > SLICE_AGENTS):
+            slices.append(tuple(current))
+            current, size = [], 0
+        current += spellings[key]
+        size += counts[key]
+    slices.append(tuple(current))
+    return [replace(ctx, scope=replace(ctx.scope, agents=agents)) for agents in slices]
+
+
+def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
+    """Return the SQL condition that limits rows to the slice's agents (none without a slice)."""
+    agents = ctx.scope.agents
+    if agents is None:
+        return []
+    named = [a for a in agents if a is not None]
+    sqlite = ctx.engine.dialect.name == "sqlite"
+    column = sa.type_coerce(table.c.AgentID, sa.String) if sqlite else table.c.AgentID
+    conditions = [column.in_(named)] if named else []
+    if len(named) < len(agents):  # the notes of no agent
+        conditions.append(table.c.AgentID.is_(None))
+    return [sa.or_(*conditions)]
+
+
+def holds(ctx: PhaseContext, agent_id: Optional[str]) -> bool:
+    """Return whether a note of `agent_id` (not read from the store: a dry-run's addition) is in the slice."""
+    agents = ctx.scope.agents
+    if agents is None:
+        return True
+    sqlite = ctx.engine.dialect.name == "sqlite"
+    keys = {_agent_key(sqlite_guid(a) if sqlite and a is not None else a) for a in agents}
+    return _agent_key(agent_id) in keys
+
+
+def _agent_key(agent_id: Optional[Any]) -> Optional[str]:
+    """The agent part of a partition key, as `partition_key` spells it."""
+    return normalise_id(None if agent_id is None else str(agent_id))
