@@ -19,6 +19,7 @@ from factory import NOW, at
 from memctl import api
 from memctl.demo import seed
 from memctl.orient import list_runs, orient, show_run
+from memctl.settings import replace
 from memctl.transfer import export_records, import_records
 from memctl.verify import verify
 
@@ -35,7 +36,8 @@ def test_every_statement_of_the_main_jobs_compiles_for_sql_server(sqlite_db: Db,
     try:
         seed(engine, NOW)
         settings = at(sqlite_db.settings, NOW)
-        report = api.dream(settings, engine=engine)
+        # slice_notes=1: the LLM phases read the store agent by agent, with their slice queries
+        report = api.dream(replace(settings, slice_notes=1), engine=engine)
         api.run_phase(settings, "prune", engine=engine)
         api.undo(settings, report.run_id, engine=engine)
         orient(engine, settings)

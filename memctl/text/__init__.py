@@ -10,3 +10,23 @@
 
 Nothing here imports the rest of memctl.
 """
+
+from functools import _lru_cache_wrapper
+from importlib import import_module
+
+#: the modules whose analyses are memoised (bounded caches; `forget` empties them)
+_MEMOISED = ("tokens", "lexicon", "statement", "english", "compare", "decide")
+
+
+def forget() -> None:
+    """Empty the memoised analyses of every text seen so far.
+
+    They are bounded, but their bounds are set for speed (a few hundred MB when full): a large
+    store read agent by agent (memctl/phases/slices.py) empties them between slices, so the
+    analyses of one slice's notes are not carried into the next one's.
+    """
+    for name in _MEMOISED:
+        module = import_module(f"{__name__}.{name}")
+        for value in vars(module).values():
+            if isinstance(value, _lru_cache_wrapper):
+                value.cache_clear()
