@@ -61,6 +61,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 
 __all__ = ["find_relative", "normalise"]
 
@@ -351,6 +352,13 @@ _RULES = (
 )
 
 
+@lru_cache(maxsize=16384)
+def _expressions(text: str) -> tuple[tuple[_Rule, re.Match[str]], ...]:
+    """Return the relative expressions of `text` (`_scan`), memoised: what is found does not depend on
+    the reference day, and a dream normalises every note it analyses, many of them with the text of another."""
+    return tuple(_scan(text))
+
+
 def _scan(text: str) -> Iterator[tuple[_Rule, re.Match[str]]]:
     """Yield the relative expressions of `text`, left to right, without overlaps."""
     position = 0
@@ -394,7 +402,7 @@ def normalise(text: str, reference: date | datetime) -> str:
     day = _reference_day(reference)
     pieces: list[str] = []
     done = 0
-    for rule, match in _scan(text):
+    for rule, match in _expressions(text):
         pieces.append(text[done : match.start()])
         pieces.append(_replacement(text, rule, match, day))
         done = match.end()
@@ -404,4 +412,4 @@ def normalise(text: str, reference: date | datetime) -> str:
 
 def find_relative(text: str) -> list[str]:
     """Return the relative time expressions left in `text`, as written, in order."""
-    return [match.group(0) for _, match in _scan(text)]
+    return [match.group(0) for _, match in _expressions(text)]
