@@ -22,6 +22,7 @@ A sentence is read into a `Sentence` once (kept, bounded, by its text):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -200,8 +201,8 @@ def analyse(text: str) -> Sentence:
     clause_of: list[int] = []
     paren_of: list[bool] = []
     for token in toks:
-        clause = sum(1 for cut in cuts if cut < token.start)
-        inside = any(start < token.start < end for start, end in parens)
+        clause = bisect_left(cuts, token.start)  # the cuts before it (`cuts` is in order)
+        inside = any(start < token.start < end for start, end in parens) if parens else False
         for piece in _split(token):
             raw.append(piece)
             owner.append(token)
