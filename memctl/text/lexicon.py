@@ -528,6 +528,7 @@ rappel, confirmé, confirmée, mise à jour, important, selon, encore,
 """) for t in tokens(text))
 
 
+@lru_cache(maxsize=16384)  # read for the words before every colon: a few labels, each in many notes
 def label_word(word: str) -> bool:
     """Say whether a word may stand in a "Label:" preamble (who noted it, how), besides filler and function words."""
     return word in LABELS or word in FUNCTION_WORDS or word in FREE_WORDS or bool(FILLER_ENTRIES.whole((word,)))

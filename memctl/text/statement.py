@@ -71,6 +71,7 @@ def expand_contractions(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=65536)  # a dream stems each word of every sentence it analyses: few distinct words
 def stem(word: str) -> str:
     """Fold a Latin-script plural or third-person ending, so "likes" / "like" and "cats" / "cat" compare equal."""
     if len(word) <= 3 or not _LATIN.match(word):
