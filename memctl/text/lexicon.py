@@ -396,8 +396,11 @@ class Matcher:
     def at(self, words: Sequence[str], i: int) -> list[Entry]:
         """Return the entries that match at position i, longest first."""
         word = words[i]
-        found = [e for e in self._first.get(word, ()) if _match_at(words, i, e)]
-        found += [e for e in self._prefix.get(word[:_PREFIX_KEY], ()) if word.startswith(e.words[0])]
+        first, prefix = self._first.get(word), self._prefix.get(word[:_PREFIX_KEY])
+        if first is None and prefix is None:  # most words of a sentence: no entry starts with them
+            return []
+        found = [e for e in first or () if _match_at(words, i, e)]
+        found += [e for e in prefix or () if word.startswith(e.words[0])]
         return found
 
     def spans(self, words: Sequence[str]) -> list[tuple[int, int, Entry]]:
