@@ -192,7 +192,8 @@ def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
 @lru_cache(maxsize=131072)
 def analyse(text: str) -> Sentence:
     """Read one sentence (see the module docstring)."""
-    expanded = expand_contractions(_AS_OF.sub(" ", body(text)))
+    bodied = body(text)
+    expanded = expand_contractions(_AS_OF.sub(" ", bodied))
     toks = tokens(expanded)
     flat = normal(ascii_digits(expanded))
     cuts = [m.start() for m in _CLAUSE_BREAK.finditer(flat)]
@@ -269,7 +270,7 @@ def analyse(text: str) -> Sentence:
         bare = _split(first)[-1]  # "L'abonné" opens with "abonné"
         if bare not in lexicon.OPENER_WORDS:
             opener = stem(bare)
-    possessive = _POSSESSIVE_OPENER.match(body(text))
+    possessive = _POSSESSIVE_OPENER.match(bodied)
     if possessive and possessive.group(1)[0].isupper():
         opener = stem(possessive.group(1).casefold())
     return Sentence(
