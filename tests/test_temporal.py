@@ -108,6 +108,9 @@ CASES = [
     (MONDAY, "until now", "until 2026-03-16"),
     (MONDAY, "as of now", "as of 2026-03-16"),
     (MONDAY, "from now on", "from 2026-03-16 on"),
+    (MONDAY, "Paid since now", "Paid since 2026-03-16"),
+    (MONDAY, "done till now, and til NOW", "done till 2026-03-16, and til 2026-03-16"),
+    (MONDAY, "up to now; shipped by now", "up to 2026-03-16; shipped by 2026-03-16"),
     # After a preposition, or as a sentence's subject, the bare form.
     (MONDAY, "since yesterday", "since 2026-03-15"),
     (MONDAY, "Since last week", "Since the week of 2026-03-09"),
@@ -173,6 +176,7 @@ UNCHANGED = [
     "The todayish feeling",
     "The user now prefers dark mode",
     "Now that we use Redis, caching is simple",
+    "Sent to nowhere, then to snow country, from-now tokens and by  now-ish",
     "the last week of March is a freeze",
     "the last Friday of the month",
     "the last Friday before the release",

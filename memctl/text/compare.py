@@ -81,7 +81,7 @@ def inflection(left: Sequence[str], right: Sequence[str]) -> bool:
     if len(left) != 1 or len(right) != 1:
         return False
     a, b = left[0], right[0]
-    if any(c.isdigit() for c in a + b):
+    if not (a + b).isalpha() and any(c.isdigit() for c in a + b):  # a letter is never a digit: most words skip the scan
         return False  # "2026-03-11" / "2026-03-10" are two values, however alike
     if verb_base(a) == verb_base(b):
         return True  # "get" / "getting"

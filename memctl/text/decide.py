@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
 from memctl.text.compare import COMPLEMENTARY, CONFLICT, DIFFERENT, ELABORATION, SAME, Decision, compare, inflection, opening_hard
@@ -114,7 +114,11 @@ class NoteText:
         self.text = text
         self.pieces = pieces
         self.sentences = _analysis(pieces)
-        self.key = same_text_key(" ".join(pieces))
+
+    @cached_property
+    def key(self) -> str:
+        """The same-text key of its (dated) sentences: only a pair `decide` reads needs it, not every note analysed."""
+        return same_text_key(" ".join(self.pieces))
 
     @property
     def hard(self) -> frozenset[str]:

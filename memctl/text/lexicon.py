@@ -396,8 +396,11 @@ class Matcher:
     def at(self, words: Sequence[str], i: int) -> list[Entry]:
         """Return the entries that match at position i, longest first."""
         word = words[i]
-        found = [e for e in self._first.get(word, ()) if _match_at(words, i, e)]
-        found += [e for e in self._prefix.get(word[:_PREFIX_KEY], ()) if word.startswith(e.words[0])]
+        first, prefix = self._first.get(word), self._prefix.get(word[:_PREFIX_KEY])
+        if first is None and prefix is None:  # most words of a sentence: no entry starts with them
+            return []
+        found = [e for e in first or () if _match_at(words, i, e)]
+        found += [e for e in prefix or () if word.startswith(e.words[0])]
         return found
 
     def spans(self, words: Sequence[str]) -> list[tuple[int, int, Entry]]:
@@ -528,6 +531,7 @@ rappel, confirmé, confirmée, mise à jour, important, selon, encore,
 """) for t in tokens(text))
 
 
+@lru_cache(maxsize=16384)  # read for the words before every colon: a few labels, each in many notes
 def label_word(word: str) -> bool:
     """Say whether a word may stand in a "Label:" preamble (who noted it, how), besides filler and function words."""
     return word in LABELS or word in FUNCTION_WORDS or word in FREE_WORDS or bool(FILLER_ENTRIES.whole((word,)))

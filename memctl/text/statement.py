@@ -22,6 +22,7 @@ A sentence is read into a `Sentence` once (kept, bounded, by its text):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -70,6 +71,7 @@ def expand_contractions(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=65536)  # a dream stems each word of every sentence it analyses: few distinct words
 def stem(word: str) -> str:
     """Fold a Latin-script plural or third-person ending, so "likes" / "like" and "cats" / "cat" compare equal."""
     if len(word) <= 3 or not _LATIN.match(word):
@@ -190,7 +192,8 @@ def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
 @lru_cache(maxsize=131072)
 def analyse(text: str) -> Sentence:
     """Read one sentence (see the module docstring)."""
-    expanded = expand_contractions(_AS_OF.sub(" ", body(text)))
+    bodied = body(text)
+    expanded = expand_contractions(_AS_OF.sub(" ", bodied))
     toks = tokens(expanded)
     flat = normal(ascii_digits(expanded))
     cuts = [m.start() for m in _CLAUSE_BREAK.finditer(flat)]
@@ -200,8 +203,8 @@ def analyse(text: str) -> Sentence:
     clause_of: list[int] = []
     paren_of: list[bool] = []
     for token in toks:
-        clause = sum(1 for cut in cuts if cut < token.start)
-        inside = any(start < token.start < end for start, end in parens)
+        clause = bisect_left(cuts, token.start)  # the cuts before it (`cuts` is in order)
+        inside = any(start < token.start < end for start, end in parens) if parens else False
         for piece in _split(token):
             raw.append(piece)
             owner.append(token)
@@ -267,7 +270,7 @@ def analyse(text: str) -> Sentence:
         bare = _split(first)[-1]  # "L'abonné" opens with "abonné"
         if bare not in lexicon.OPENER_WORDS:
             opener = stem(bare)
-    possessive = _POSSESSIVE_OPENER.match(body(text))
+    possessive = _POSSESSIVE_OPENER.match(bodied)
     if possessive and possessive.group(1)[0].isupper():
         opener = stem(possessive.group(1).casefold())
     return Sentence(

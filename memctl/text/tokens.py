@@ -118,6 +118,8 @@ _ID_CONNECTOR = re.compile(r"[^\W\d_][._/@:#+&][^\W_]|[^\W_][_][^\W_]")
 
 
 def _kind_of_word(text: str) -> str:
+    if text.isalpha():  # most words: no digit, no connector, no # or @
+        return WORD
     if text.startswith(("#", "@")) and len(text) > 1:
         return ID
     if _DIGIT.search(text):
@@ -137,7 +139,7 @@ _ARABIC_ARTICLE = re.compile("^(?:وال|بال|كال|فال|لل|ال)(?=..)")
 
 def _arabic(norm: str) -> str:
     """Return an Arabic word without diacritics, with one spelling of alef, ya and ta marbuta, and no article."""
-    if not _ARABIC.search(norm):
+    if norm.isascii() or not _ARABIC.search(norm):
         return norm
     return _ARABIC_ARTICLE.sub("", _ARABIC_MARKS.sub("", norm).translate(_ARABIC_LETTERS))
 
