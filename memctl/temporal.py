@@ -412,6 +412,11 @@ def normalise(text: str, reference: date | datetime) -> str:
     return "".join(pieces)
 
 
+def forget() -> None:
+    """Empty the memoised expressions (memctl/phases/slices.py, between slices of a large store)."""
+    _expressions.cache_clear()
+
+
 def find_relative(text: str) -> list[str]:
     """Return the relative time expressions left in `text`, as written, in order."""
     return [match.group(0) for _, match in _expressions(text)]

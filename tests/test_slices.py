@@ -134,3 +134,24 @@ def test_a_store_read_agent_by_agent_ends_as_one_read_at_once(stores: list[Db], 
         {p.phase: p.input.get("partitionsSettled") for p in r.phases} for r in again
     ][1]
     assert state(whole)["notes"] == state(sliced)["notes"]
+
+
+def test_the_text_analyses_of_a_slice_are_not_carried_into_the_next(sqlite_db: Db) -> None:
+    from functools import _lru_cache_wrapper
+    from importlib import import_module
+
+    from memctl import temporal
+    from memctl.context import PhaseContext
+    from memctl.phases.slices import between_slices
+    from memctl.text import _MEMOISED
+    from memctl.text.decide import NoteText
+
+    NoteText("Renews the plan every 3 months since last week.", lambda piece: temporal.normalise(piece, NOW))
+    caches = [v for name in _MEMOISED for v in vars(import_module(f"memctl.text.{name}")).values() if isinstance(v, _lru_cache_wrapper)]
+    caches.append(temporal._expressions)
+    assert all(c.cache_info().currsize for c in (temporal._expressions,)) and sum(c.cache_info().currsize for c in caches)
+    ctx = PhaseContext(sqlite_db.engine, sqlite_db.settings, NOW)
+    between_slices([ctx])  # one slice: the whole scope, its analyses kept for later phases
+    assert temporal._expressions.cache_info().currsize
+    between_slices([ctx, ctx])
+    assert sum(c.cache_info().currsize for c in caches) == 0

@@ -53,7 +53,7 @@ from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_t
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
-from memctl.phases.slices import agent_slices
+from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
 from memctl.plan import Mutation, PhasePlan, Unit
@@ -62,7 +62,6 @@ from memctl.settled import SettledMarks, marks_for, notes_digest
 from memctl.similarity import pairs
 from memctl.store import models as m
 from memctl.store.engine import read
-from memctl.text import forget
 from memctl.text.decide import Guard, verdict_guard
 from memctl.vectors import VectorIndex
 
@@ -211,8 +210,7 @@ class ContradictionPhase:
             if groups and under_review is None:
                 under_review = _reviewed_pairs(ctx)
             self._pairs(part_ctx, overlay, marks, groups, under_review or set(), lazy, found)
-            if len(slices) > 1:
-                forget()  # the memoised analyses of this slice's texts
+            between_slices(slices)
         candidates, partition_of, unsettled, mark_of = found.candidates, found.partition_of, found.unsettled, found.mark_of
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         plan.input = {

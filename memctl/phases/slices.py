@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import sqlalchemy as sa
 
+from memctl import temporal, text
 from memctl.context import PhaseContext
 from memctl.phases.common import sqlite_guid
 from memctl.similarity import normalise_id
@@ -64,6 +65,14 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
         size += counts[key]
     slices.append(tuple(current))
     return [replace(ctx, scope=replace(ctx.scope, agents=agents)) for agents in slices]
+
+
+def between_slices(slices: list[PhaseContext]) -> None:
+    """After a slice of several: empty the memoised analyses of its texts (bounded for speed, not
+    memory: a few hundred MB when full), so they are not carried into the next slice."""
+    if len(slices) > 1:
+        text.forget()
+        temporal.forget()
 
 
 def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:

@@ -63,13 +63,12 @@ from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
 from memctl.phases.consolidate.synthesis import ClusterQuestions
 from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
-from memctl.phases.slices import agent_slices
+from memctl.phases.slices import agent_slices, between_slices
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
 from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.text import forget
 from memctl.text.decide import NoteText
 from memctl.vectors import VectorIndex, VectorStats, close_ahead
 
@@ -151,8 +150,7 @@ class ConsolidatePhase:
         parts = []
         for part_ctx in slices:
             parts.append(self._gather(part_ctx, overlay, marks, lazy, tally, get_judge, get_index, whole=len(slices) == 1))
-            if len(slices) > 1:
-                forget()  # the memoised analyses of this slice's texts
+            between_slices(slices)
         candidates = sum(p.candidates for p in parts)
         partitions = sum(p.partitions for p in parts)
         skipped = sum(p.skipped for p in parts)
