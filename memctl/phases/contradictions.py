@@ -196,13 +196,16 @@ class ContradictionPhase:
             slices = [ctx]
         else:  # a large scope is read agent by agent (memctl/phases/slices.py)
             slices = agent_slices(ctx)
+        if snapshot is not None:
+            lazy = not snapshot.with_vectors
+        else:
+            lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
         under_review: Optional[set[tuple[str, str]]] = None
         found = _Found()
         for part_ctx in slices:
             if snapshot is not None:
-                notes, lazy = refreshed(ctx, overlay, snapshot), not snapshot.with_vectors
+                notes = refreshed(ctx, overlay, snapshot)
             else:
-                lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
                 notes = load_notes(part_ctx, overlay, vectors=not lazy)
             found.notes += len(notes)
             groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}

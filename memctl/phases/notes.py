@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
 from memctl.phases.common import as_planned, in_shard, sqlite_guid
-from memctl.phases.slices import agent_condition, holds
+from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
@@ -160,8 +160,9 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
         ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
     if overlay.changed:
         notes = [note_record(as_planned(record_row(n), overlay.changed)) if n.id in overlay.changed else n for n in notes]
+    holds = in_slice(ctx)
     for added in overlay.added:
-        if added.id not in overlay.removed and holds(ctx, added.agent_id) and (
+        if added.id not in overlay.removed and holds(added.agent_id) and (
             not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()
         ):
             notes.append(added)

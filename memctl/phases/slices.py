@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 
@@ -40,8 +40,7 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
     if ctx.scope.agent_id or ctx.scope.agents is not None or limit <= 0:
         return [ctx]
     t = m.note
-    sqlite = ctx.engine.dialect.name == "sqlite"
-    column = sa.type_coerce(t.c.AgentID, sa.String) if sqlite else t.c.AgentID
+    column = _stored_agent(t, ctx)
     query = sa.select(column.label("agent"), sa.func.count().label("notes")).where(t.c.Status == "Active").group_by(column)
     with read(ctx.engine) as conn:
         rows = conn.execute(query).all()
@@ -51,7 +50,7 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
     spellings: dict[Optional[str], list[Any]] = defaultdict(list)
     counts: dict[Optional[str], int] = defaultdict(int)
     for stored, count in rows:
-        key = _agent_key(sqlite_guid(stored) if sqlite and stored is not None else stored)
+        key = _key_of_stored(ctx, stored)
         spellings[key].append(stored)
         counts[key] += count
     slices: list[tuple[Any, ...]] = []
@@ -81,22 +80,30 @@ def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
     if agents is None:
         return []
     named = [a for a in agents if a is not None]
-    sqlite = ctx.engine.dialect.name == "sqlite"
-    column = sa.type_coerce(table.c.AgentID, sa.String) if sqlite else table.c.AgentID
-    conditions = [column.in_(named)] if named else []
+    conditions = [_stored_agent(table, ctx).in_(named)] if named else []
     if len(named) < len(agents):  # the notes of no agent
         conditions.append(table.c.AgentID.is_(None))
     return [sa.or_(*conditions)]
 
 
-def holds(ctx: PhaseContext, agent_id: Optional[str]) -> bool:
-    """Return whether a note of `agent_id` (not read from the store: a dry-run's addition) is in the slice."""
+def in_slice(ctx: PhaseContext) -> Callable[[Optional[str]], bool]:
+    """Return whether a note of an agent ID (not read from the store: a dry-run's addition) is in the slice."""
     agents = ctx.scope.agents
     if agents is None:
-        return True
+        return lambda agent_id: True
+    keys = {_key_of_stored(ctx, a) for a in agents}
+    return lambda agent_id: _agent_key(agent_id) in keys
+
+
+def _stored_agent(table: sa.Table, ctx: PhaseContext) -> Any:
+    """The AgentID column as the store holds it: on SQLite its text, in whatever spelling it was written."""
+    return sa.type_coerce(table.c.AgentID, sa.String) if ctx.engine.dialect.name == "sqlite" else table.c.AgentID
+
+
+def _key_of_stored(ctx: PhaseContext, stored: Any) -> Optional[str]:
+    """The agent part of a partition key for an AgentID as the store holds it (`_stored_agent`)."""
     sqlite = ctx.engine.dialect.name == "sqlite"
-    keys = {_agent_key(sqlite_guid(a) if sqlite and a is not None else a) for a in agents}
-    return _agent_key(agent_id) in keys
+    return _agent_key(sqlite_guid(stored) if sqlite and stored is not None else stored)
 
 
 def _agent_key(agent_id: Optional[Any]) -> Optional[str]:

@@ -82,7 +82,8 @@ class _Part:
 
     candidates: int
     partitions: int
-    skipped: int
+    #: partitions left alone, settled on an earlier run and unchanged since
+    settled: set[PartitionKey]
     texts: dict[str, NoteText]
     copy_units: list[Unit] = field(default_factory=list)
     copied: set[PartitionKey] = field(default_factory=set)
@@ -90,7 +91,6 @@ class _Part:
     #: absorption candidates, asked with every other slice's under the run's budget
     found: list[AbsorptionCase] = field(default_factory=list)
     mark_of: dict[PartitionKey, str] = field(default_factory=dict)
-    settled: set[PartitionKey] = field(default_factory=set)
     eligible: dict[PartitionKey, list[PartitionKey]] = field(default_factory=dict)
     cluster_keys: list[PartitionKey] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
@@ -153,7 +153,7 @@ class ConsolidatePhase:
             between_slices(slices)
         candidates = sum(p.candidates for p in parts)
         partitions = sum(p.partitions for p in parts)
-        skipped = sum(p.skipped for p in parts)
+        skipped = sum(len(p.settled) for p in parts)
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         if not indexes:  # nothing to plan in any slice: no partition to cluster, absorb or join
             plan.outcome = "no items"
@@ -310,7 +310,7 @@ class ConsolidatePhase:
         planned = set(cluster_keys) | set(eligible) | set(standing_keys)
         texts: dict[str, NoteText] = {}
 
-        part = _Part(candidates=len(candidates), partitions=len(groups), skipped=len(skipped), texts=texts if whole else {})
+        part = _Part(candidates=len(candidates), partitions=len(groups), settled=skipped, texts=texts if whole else {})
         if not cluster_keys and not eligible and not copy_keys and not standing_keys:
             return part
 
@@ -367,7 +367,7 @@ class ConsolidatePhase:
             taken |= {n.id for c in cases for n in c.notes}
             absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
         part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
-        part.mark_of, part.settled, part.eligible = mark_of, skipped, eligible
+        part.mark_of, part.eligible = mark_of, eligible
         part.cluster_keys = [*cluster_keys, *standing_keys]
         part.models = {v.model for v in vectors.values()}
         return part
