@@ -203,10 +203,10 @@ class StoredVectors:
     def matrix(self, note_ids: Sequence[str]) -> np.ndarray:
         """The vectors of notes that all have one of the same dimension, as rows (float32)."""
         slots = [self._slot[i] for i in note_ids]
+        if not slots:
+            return np.empty((0, 0), dtype=np.float32)
         dim = self._dim[slots[0]]
         out = np.empty((len(slots), dim), dtype=np.float32)
-        if not slots:
-            return out
         buffer = memoryview(out.reshape(-1).view(np.uint8))
         size = 4 * dim
         assert self._file is not None
@@ -420,7 +420,9 @@ class VectorIndex:
         if len(own) == len(notes):
             return unit_rows(self.stored.matrix(own))
         rows = self.stored.matrix(own)
-        matrix = np.empty((len(notes), rows.shape[1]), dtype=np.float32)
+        # every note memctl created (its vector derived from its sources'): the dimension is theirs
+        dim = rows.shape[1] if own else len(self._derived[notes[0].id][1])
+        matrix = np.empty((len(notes), dim), dtype=np.float32)
         place = 0
         for i, note in enumerate(notes):
             if (note.embedding_model_id or "").lower() == model:

@@ -94,3 +94,19 @@ def test_recent_partition_matrices_are_released_beyond_the_limit_and_read_again(
         assert pv.vectors[0, 0] == parts.index(pv)
     assert reads == [0, 1, 2] and parts[0]._matrix is None and parts[2]._matrix is not None
     assert parts[0].vectors[0, 0] == 0 and reads == [0, 1, 2, 0]  # read again when asked
+
+
+def test_a_partition_of_notes_memctl_created_reads_their_derived_vectors(db: Db) -> None:
+    """A note memctl wrote (no EmbeddingModelID, a vector derived from its sources') alone in its partition."""
+    ctx, texts = _store(db)
+    store = Store(db.engine)
+    created = store.note("merged fact", AgentID=store.agent(), UserID=store.user("Carol"))
+    notes = load_notes(ctx, Overlay())
+    index = VectorIndex(ctx, HashingEmbedder(dim=16))
+    sources = [n for n in notes if n.id in texts][:2]
+    derived = index.derive(created.lower(), "merged fact", sources)
+    assert derived is not None
+    mine = [n for n in notes if n.id == created.lower()]
+    out = index.partitions({("k",): mine})
+    assert np.allclose(out[("k",)].vectors, unit_rows(derived[None, :]))
+    ctx.engine.dispose()
