@@ -59,6 +59,7 @@ RUNTIME_SETTINGS = frozenset(
         "db_url", "db_schema", "db_auto_upgrade", "llm_api_key", "embed_api_key", "llm_timeout", "llm_max_retries",
         "llm_concurrency", "llm_concurrency_max", "embed_batch_size", "now", "gate_hours", "gate_min_new_notes", "lease_seconds", "replan",
         "max_pairs", "offline_max_pairs", "prune_cap", "note_retention_days", "example_retention_days", "low_score_threshold",
+        "slice_notes",
     }
 )
 

@@ -67,6 +67,7 @@ def test_a_settled_partition_is_planned_again_when_a_note_is_edited_or_a_setting
         assert settled_input(consolidate(db, **llm(stub))) == 1
         assert settled_input(consolidate(db, **llm(stub), cluster_max_size=5)) == 0  # another plan setting
         assert settled_input(consolidate(db, **llm(stub), llm_concurrency=2, prune_cap=7)) == 1  # not plan settings
+        assert settled_input(consolidate(db, **llm(stub), slice_notes=1)) == 1  # read agent by agent: the same plan
         assert len(stub.chat_requests) == 2  # the replans were answered from the verdict cache
 
 
