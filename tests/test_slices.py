@@ -139,7 +139,7 @@ def test_the_text_analyses_of_a_slice_are_not_carried_into_the_next(sqlite_db: D
     NoteText("Renews the plan every 3 months since last week.", lambda piece: temporal.normalise(piece, NOW))
     caches = [v for name in _MEMOISED for v in vars(import_module(f"memctl.text.{name}")).values() if isinstance(v, _lru_cache_wrapper)]
     caches.append(temporal._expressions)
-    assert all(c.cache_info().currsize for c in (temporal._expressions,)) and sum(c.cache_info().currsize for c in caches)
+    assert temporal._expressions.cache_info().currsize and sum(c.cache_info().currsize for c in caches)
     ctx = PhaseContext(sqlite_db.engine, sqlite_db.settings, NOW)
     between_slices([ctx])  # one slice: the whole scope, its analyses kept for later phases
     assert temporal._expressions.cache_info().currsize
