@@ -25,7 +25,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Container, Iterable, Optional, Sequence
+from typing import Any, Callable, Container, Iterable, Optional, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -166,6 +166,10 @@ class StoredVectors:
     def __len__(self) -> int:
         return len(self._slot)
 
+    def trusts(self, model_id: Optional[str]) -> bool:
+        """Whether a row's EmbeddingModelID is the trusted stored model (no model: never)."""
+        return bool(self.trusted) and (model_id or "").lower() == self.trusted
+
     def has(self, note_id: str) -> bool:
         """Whether the note's last read had a vector text of the trusted model (usable or not)."""
         slot = self._slot.get(note_id)
@@ -183,9 +187,7 @@ class StoredVectors:
             self._current = bytearray(len(self._current))
             return
         for note_id in note_ids:
-            slot = self._slot.get(note_id)
-            if slot is not None:
-                self._current[slot] = 0
+            self.stale(note_id)
 
     def stale(self, note_id: str) -> None:
         """`forget` of one note (a note read again: called once per row of a load)."""
@@ -334,6 +336,16 @@ class Feed:
         self._running = []
         self._entries, self._texts = [], []
 
+    def __enter__(self) -> Feed:
+        return self
+
+    def __exit__(self, kind: Optional[type], error: Optional[BaseException], trace: Any) -> None:
+        """`finish` when the block ends, `close` when it raises (its helpers are ended, nothing kept)."""
+        if kind is None:
+            self.finish()
+        else:
+            self.close()
+
 
 def stored_vectors(ctx: PhaseContext) -> StoredVectors:
     """Return the run's `StoredVectors` (one per run: both LLM phases share it)."""
@@ -401,10 +413,10 @@ class VectorIndex:
         all have the same; else -1 (the partition is embedded by the compute embedder)."""
         if not self.trusted or not notes:
             return -1
-        model, store = self.trusted.lower(), self.stored
+        store = self.stored
         dims = set()
         for note in notes:
-            if (note.embedding_model_id or "").lower() == model:
+            if store.trusts(note.embedding_model_id):
                 dims.add(store.dim(note.id))
             else:
                 derived = self._derived.get(note.id)
@@ -415,8 +427,7 @@ class VectorIndex:
 
     def _stored_matrix(self, notes: Sequence[NoteRecord]) -> np.ndarray:
         """The unit rows of a partition of stored vectors (`_stored_dim` > 0), read from the run's file."""
-        model = (self.trusted or "").lower()
-        own = [n.id for n in notes if (n.embedding_model_id or "").lower() == model]
+        own = [n.id for n in notes if self.stored.trusts(n.embedding_model_id)]
         if len(own) == len(notes):
             return unit_rows(self.stored.matrix(own))
         rows = self.stored.matrix(own)
@@ -425,7 +436,7 @@ class VectorIndex:
         matrix = np.empty((len(notes), dim), dtype=np.float32)
         place = 0
         for i, note in enumerate(notes):
-            if (note.embedding_model_id or "").lower() == model:
+            if self.stored.trusts(note.embedding_model_id):
                 matrix[i] = rows[place]
                 place += 1
             else:
@@ -433,7 +444,7 @@ class VectorIndex:
         return unit_rows(matrix)
 
     def _has_trusted_vector(self, note: NoteRecord) -> bool:
-        if not self.trusted or (note.embedding_model_id or "").lower() != self.trusted.lower():
+        if not self.stored.trusts(note.embedding_model_id):
             return False
         return note.embedding_vector is not None or self.stored.has(note.id)
 
@@ -441,11 +452,10 @@ class VectorIndex:
         """Return a note's vector of the trusted stored model: its own, or the one memctl derived for it."""
         if not self.trusted:
             return None
-        if (note.embedding_model_id or "").lower() == self.trusted.lower():
+        if self.stored.trusts(note.embedding_model_id):
             if note.embedding_vector is not None:  # a record read with its text
-                feed = self.stored.feed()
-                feed.add(note.id, note.embedding_vector)
-                feed.finish()
+                with self.stored.feed() as feed:
+                    feed.add(note.id, note.embedding_vector)
             return self.stored.get(note.id)
         derived = self._derived.get(note.id)
         if derived is not None and derived[0] == content_hash(note.note):
@@ -492,14 +502,9 @@ class VectorIndex:
             self.stored._put(keys, decoding.result())
         todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted)
         if todo:
-            feed = self.stored.feed()
-            try:
+            with self.stored.feed() as feed:
                 for (note_id, _, _), text in todo.items():
                     feed.add(note_id, text)
-            except BaseException:
-                feed.close()
-                raise
-            feed.finish()
 
     def embed(self, notes: Iterable[NoteRecord]) -> dict[str, np.ndarray]:
         """Return unit vectors of `notes` by the compute embedder, from the cache where possible."""

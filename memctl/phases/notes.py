@@ -113,8 +113,7 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     twins = 0
     shared = [c for c in SHARED_VALUES if c in wanted]
     one: dict[Any, Any] = {}  # a value -> the one object of it this load keeps
-    feed = store.feed()
-    try:
+    with store.feed() as feed:
         with read(ctx.engine) as conn:
             for row in conn.execute(query.execution_options(yield_per=5000)):
                 # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
@@ -148,10 +147,6 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
                 text = _trusted_text(values, trusted) if with_vector else None
                 if text is not None:
                     feed.add(note_id, text)
-    except BaseException:
-        feed.close()
-        raise
-    feed.finish()
     store.forget(dropped)
     if twins:
         ctx.reporter.log(f"{twins} note row(s) repeat the ID of another row in another spelling (case or dashes): each ID is handled once")
@@ -184,13 +179,12 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
         return groups
     wanted = {
         n.id for notes in groups.values() for n in notes
-        if n.embedding_vector is None and (n.embedding_model_id or "").lower() == trusted and not store.has(n.id)
+        if n.embedding_vector is None and store.trusts(n.embedding_model_id) and not store.has(n.id)
     }
     if not wanted:
         return groups
     t = m.note
-    feed = store.feed()
-    try:
+    with store.feed() as feed:
         with read(ctx.engine) as conn:
             if len(wanted) > SCAN_ABOVE:
                 query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
@@ -210,10 +204,6 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
                 if note_id in wanted and text is not None:
                     feed.add(note_id, text)
                     wanted.discard(note_id)  # an ID's first row, as the texts were taken before
-    except BaseException:
-        feed.close()
-        raise
-    feed.finish()
     # a note gone or changed meanwhile keeps no vector: its partition is embedded by the compute
     # embedder this run, and its unit's guard stops any change planned on stale data
     return groups
