@@ -279,9 +279,10 @@ def test_a_saved_plan_merging_ephemeral_notes_applies_and_keeps_the_tier(db: Db,
 # --- several units per transaction (issue 25) -----------------------------------------------------
 
 
-def test_units_in_one_transaction_each_see_what_the_units_before_them_wrote(db: Db) -> None:
-    """Two units revoking one note, planned on the same state: applied together in one call, the
-    second finds the note changed and is skipped, as it would be applied after the first alone."""
+def test_units_touching_one_record_go_to_separate_transactions_and_the_later_sees_the_earlier(db: Db) -> None:
+    """Two units revoking one note, planned on the same state: `batches` puts them in two
+    transactions, and the second finds the note changed and is skipped, as it would be applied
+    after the first alone; a unit touching another record shares the second's transaction."""
     from memctl.plan import Mutation, Unit
     from memctl.store.changes import ApplyContext, apply_batch, batches
 
@@ -307,3 +308,17 @@ def test_units_in_one_transaction_each_see_what_the_units_before_them_wrote(db: 
         logged = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.RunID == ctx.run_id)).scalar_one()
     assert str(into).lower() == winners[0].lower() and store.status(other) == "Revoked"
     assert logged == 2
+
+
+def test_a_batch_holds_at_most_batch_units_units_and_batch_mutations_changes() -> None:
+    from memctl.plan import Mutation, Unit
+    from memctl.store.changes import BATCH_MUTATIONS, BATCH_UNITS, batches
+
+    def unit(key: str, changes: int) -> Unit:
+        return Unit("archive", key, "expired", tuple(Mutation("AIAgentNote", f"{key}-{i}", "archive", {"Status": "Archived"}) for i in range(changes)))
+
+    small = [unit(f"u{k}", 1) for k in range(BATCH_UNITS + 1)]
+    assert [len(b) for b in batches(small)] == [BATCH_UNITS, 1]
+    half = BATCH_MUTATIONS // 2 + 1  # two such units exceed the cap together
+    large = [unit("a", half), unit("b", half), unit("c", 1)]
+    assert [[u.key for u in b] for b in batches(large)] == [["a"], ["b", "c"]]
