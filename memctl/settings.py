@@ -354,7 +354,7 @@ def _validate(s: Settings) -> None:
         ("offline_max_pairs", s.offline_max_pairs >= 0, "zero or more"),
         ("slice_notes", s.slice_notes >= 0, "zero or more"),
         ("prune_cap", s.prune_cap >= 0, "zero or more"),
-        ("llm_concurrency", _pinned_or_auto(s.llm_concurrency), "auto or an integer of at least 1"),
+        ("llm_concurrency", pinned_or_auto(s.llm_concurrency), "auto or an integer of at least 1"),
         ("llm_concurrency_max", s.llm_concurrency_max >= 1, "at least 1"),
         ("llm_max_retries", s.llm_max_retries >= 0, "zero or more"),
         ("llm_timeout", s.llm_timeout > 0, "positive"),
@@ -393,7 +393,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")
 
 
-def _pinned_or_auto(value: Any) -> bool:
+def pinned_or_auto(value: Any) -> bool:
+    """Whether a concurrency setting is `auto` or a whole number of at least 1 (not a bool)."""
     return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
 
 

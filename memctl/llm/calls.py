@@ -211,7 +211,6 @@ class AdaptiveLimiter(Limiter):
         queued, self._queued = self._queued, (ratio if ratio >= self.QUEUE_RATIO else None)
         if queued is not None and self._queued is not None:
             self._change(max(1, int(self.limit / min(ratio, queued))), now, cut=True)
-            self._queued = None
         elif self._queued is not None:
             self._change(self.limit, now)  # queueing once: hold, and see whether it lasts
         elif self._busy >= self.limit and self.limit < self.ceiling and (self._slow_start or self._calm >= 1):

@@ -51,7 +51,7 @@ from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
 from memctl.llm.calls import AdaptiveLimiter, CallDropped, CallLog, CallTimeout, Limiter, Readers, ReplyTooLarge
 from memctl.llm.schema import schema_instructions, strict_schema, strip_fences
-from memctl.settings import mask_secrets
+from memctl.settings import mask_secrets, pinned_or_auto
 
 try:  # the HTTP library under `openai`: httpx2 in recent releases, httpx before
     import httpx2 as _http
@@ -106,7 +106,7 @@ class LLMClient:
         if max_retries < 0:
             raise ConfigError(f"LLM max_retries must be 0 or more, not {max_retries}")
         adaptive = concurrency == "auto"
-        if not adaptive and (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1):
+        if not pinned_or_auto(concurrency):
             raise ConfigError(f"LLM concurrency must be auto or at least 1, not {concurrency!r}")
         if concurrency_max < 1:
             raise ConfigError(f"LLM concurrency_max must be at least 1, not {concurrency_max}")
@@ -145,7 +145,6 @@ class LLMClient:
         self._readers = Readers()
         #: response_format and schema-in-words per (schema model, name or mode): built once, sent as is
         self._formats: dict[tuple[type[BaseModel], str], dict[str, Any]] = {}
-        self._instructions: dict[tuple[type[BaseModel], str], str] = {}
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, format={self.response_format_mode!r})"
@@ -315,11 +314,7 @@ class LLMClient:
     # -- internals -------------------------------------------------------------------------
     def _messages(self, system: str, user: str, reply_model: Optional[type[BaseModel]], mode: int) -> list[dict[str, str]]:
         if reply_model is not None and FORMAT_MODES[mode] != "json_schema":
-            key = (reply_model, FORMAT_MODES[mode])
-            text = self._instructions.get(key)
-            if text is None:
-                text = self._instructions[key] = schema_instructions(reply_model, FORMAT_MODES[mode])
-            user = user + text
+            user = user + schema_instructions(reply_model, FORMAT_MODES[mode])
         if self._system_role == "user":
             return [{"role": "user", "content": f"{system}\n\n---\n\n{user}"}]
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]

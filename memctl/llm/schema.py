@@ -90,8 +90,9 @@ def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None)
     )
 
 
+@lru_cache(maxsize=64)
 def schema_instructions(reply_model: type[BaseModel], mode: str) -> str:
-    """Return what is appended to the user message when the server cannot enforce the schema."""
+    """Return what is appended to the user message when the server cannot enforce the schema (one text per model and mode)."""
     text = f"\n\nYour reply must be {describe_schema(strict_schema(reply_model))}."
     if mode == "text":
         text += "\nReply with that JSON object only: no markdown fences, no text before or after it."

@@ -183,8 +183,20 @@ CLIENT_COUNTERS = {
 
 
 #: step output keys that are levels, not counts: a phase that asks several times keeps the
-#: highest peak and the last end (memctl/phases/consolidate/rules.py `add`)
+#: highest peak and the last end (`add_client_counters`)
 CONCURRENCY_PEAK, CONCURRENCY_END = "llmConcurrencyPeak", "llmConcurrencyEnd"
+
+
+def add_client_counters(into: dict[str, int], counts: dict[str, int]) -> None:
+    """Add one asking's client counters (`AskStats.client`) to a phase's: counts add up, the
+    concurrency peak is the highest and its end the last."""
+    for key, value in counts.items():
+        if key == CONCURRENCY_PEAK:
+            into[key] = max(into.get(key, 0), value)
+        elif key == CONCURRENCY_END:
+            into[key] = value
+        else:
+            into[key] = into.get(key, 0) + value
 
 
 def client_counters(judge: Judge) -> dict[str, int]:
@@ -273,11 +285,6 @@ def triage(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], reply
     return Triage(keys, cached, stale, pauses, paused, [i for i in rest if i not in waiting])
 
 
-def pool_size(ctx: PhaseContext) -> int:
-    """Return how many threads ask a phase's questions: the most requests that may be in flight."""
-    return ctx.settings.llm_workers
-
-
 #: at most this many questions are held to be sorted out together (see `Asking`)
 HOLD_AT_MOST = 64
 
@@ -303,7 +310,7 @@ class Asking:
     """Questions sent as soon as they are known, while the caller goes on; answered by `finish()`.
 
     `submit(questions)` sorts them out (cached, paused, to ask: `triage`) and hands their requests
-    to a pool of `pool_size` threads, so the caller plans its next partition while they are in
+    to a pool of `llm_workers` threads, so the caller plans its next partition while they are in
     flight (issue 25). `finish()` waits for the rest, asks again alone what a batch left
     unanswered, caches and pauses (`_tally`), and returns every answer in submission order with
     what it cost. A request only ever holds questions of one `submit` (`_jobs` runs over each
@@ -340,9 +347,8 @@ class Asking:
         self.held_questions = 0
         self.quiet = False  # the last questions sorted out needed no request
         self.jobs: list[list[int]] = []
-        self.alone: list[int] = []
         self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
-        self.pool = Pool(pool_size(ctx))
+        self.pool = Pool(ctx.settings.llm_workers)  # threads: the most requests that may be in flight
         self.sent: dict[int, Any] = {}  # pool job -> its batch (a list of indices) or the index asked again alone
         self.answered = 0
         self.reporting = False
@@ -477,7 +483,6 @@ class Asking:
             if isinstance(what, list):
                 for i, answer, again in value:
                     if again:
-                        self.alone.append(i)
                         self.spent[i] = answer
                         self.sent[self.pool.submit(self._one, i)] = i
                     else:
@@ -502,14 +507,10 @@ class Asking:
         self.reporting = True
         if self.answered:
             ctx.reporter.advance(self.answered)
-        try:
-            if self.pool.submitted:
-                ctx.deadline.check(self.where)
-            while self.pool.pending:
-                self._collect([self.pool.next(ctx.deadline, self.where)])
-        except BaseException as exc:
-            self._close(isinstance(exc, RunStopped))
-            raise
+        if self.pool.submitted:  # a stop or an error here is closed by __exit__
+            ctx.deadline.check(self.where)
+        while self.pool.pending:
+            self._collect([self.pool.next(ctx.deadline, self.where)])
         self._close(False)
         to_ask = self.sorted_out.fresh
         _tally(ctx, judge, self.questions, to_ask, self.answers, self.cacheable, self.sorted_out, stats)
@@ -517,7 +518,7 @@ class Asking:
         batched = sum(len(job) for job in self.jobs if len(job) > 1)
         if batched:
             batches = sum(len(job) > 1 for job in self.jobs)
-            stats.client.update({"questionsBatched": batched, "batchRequests": batches, "askedAgainAlone": len(self.alone)})
+            stats.client.update({"questionsBatched": batched, "batchRequests": batches, "askedAgainAlone": len(self.spent)})
             if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
                 stats.client["batchesRefused"] = _refusals(judge)
         return [a for a in self.answers if a is not None], stats

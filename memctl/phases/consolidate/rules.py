@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from memctl.llm.base import Judge
 from memctl.llm.replies import NOTE_TYPES
-from memctl.phases.asking import CONCURRENCY_END, CONCURRENCY_PEAK, AskStats
+from memctl.phases.asking import AskStats, add_client_counters
 from memctl.phases.notes import consolidatable, note_guard
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import TIERS, NoteRecord, PartitionKey
@@ -238,10 +238,4 @@ class Tally:
         self.cache_hits += stats.cached
         self.prompt_tokens += stats.usage.prompt_tokens
         self.completion_tokens += stats.usage.completion_tokens
-        for key, value in stats.client.items():
-            if key == CONCURRENCY_PEAK:
-                self.client[key] = max(self.client.get(key, 0), value)
-            elif key == CONCURRENCY_END:
-                self.client[key] = value
-            else:
-                self.client[key] = self.client.get(key, 0) + value
+        add_client_counters(self.client, stats.client)
