@@ -186,3 +186,61 @@ def test_a_bad_concurrency_is_a_clear_error(sqlite_db: Db, value: str) -> None:
     result = CliRunner().invoke(app, ["--db-url", sqlite_db.url, "dream", "--dry-run"], env={"MEMCTL_LLM_CONCURRENCY": value})
     assert result.exit_code == 2, result.output
     assert "llm_concurrency" in result.output and "auto or an integer of at least 1" in result.output
+
+
+class Clock:
+    """memctl.llm.calls' time.monotonic, moved by the test: the limiter's rules without timing."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def one_round(limiter: Any, clock: Clock, latency: float) -> int:
+    """Fill every slot at once, answer all after `latency`; return the bound after the round."""
+    started = [limiter.acquire() for _ in range(limiter.limit)]
+    clock.now += latency
+    for when in started:
+        limiter.release(False, when, "contradiction")
+    clock.now += 0.01
+    return limiter.limit
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    import memctl.llm.calls as calls
+
+    fake = Clock()
+    monkeypatch.setattr(calls.time, "monotonic", fake)
+    return fake
+
+
+def test_auto_doubles_until_two_queueing_windows_then_lands_on_the_servers_slots(clock: Clock) -> None:
+    from memctl.llm.calls import AdaptiveLimiter
+
+    limiter = AdaptiveLimiter(32)
+    assert limiter.limit == 1  # the first request alone
+    bounds = [one_round(limiter, clock, 1.0) for _ in range(4)]
+    assert bounds == [4, 8, 16, 32]  # START, then doubling while latency holds
+    assert one_round(limiter, clock, 4.0) == 32  # one queueing window: hold
+    assert one_round(limiter, clock, 4.0) == 8  # two in a row: 32 / 4, the slots that give that queue
+    # after a back-off a step up needs two calm windows, and then it is one step, not a doubling
+    assert [one_round(limiter, clock, 1.0) for _ in range(3)] == [8, 9, 9]
+
+
+def test_auto_halves_once_for_a_round_of_overloads(clock: Clock) -> None:
+    from memctl.llm.calls import AdaptiveLimiter
+
+    limiter = AdaptiveLimiter(32)
+    for _ in range(3):
+        one_round(limiter, clock, 1.0)
+    assert limiter.limit == 16
+    started = [limiter.acquire() for _ in range(16)]
+    clock.now += 1.0
+    lowered = [limiter.release(True, when) for when in started]  # every request of the round meets a 429
+    assert lowered == [True] + [False] * 15 and limiter.limit == 8
+    later = limiter.acquire()  # started after the cut: its overload cuts again
+    clock.now += 1.0
+    assert limiter.release(True, later) and limiter.limit == 4

@@ -630,3 +630,19 @@ def test_stub_runs_standalone() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=5)
+
+
+def test_a_reader_idle_for_idle_seconds_ends_and_the_next_call_starts_another() -> None:
+    import threading
+    import time
+
+    readers = Readers(name="memctl-test-idle-reader", idle_seconds=0.05)
+    alive = lambda: [t for t in threading.enumerate() if t.name == "memctl-test-idle-reader"]  # noqa: E731
+    assert readers.run(lambda: 41 + 1, timeout=5.0)[:2] == (True, 42)
+    assert len(alive()) == 1 and len(readers._idle) == 1  # kept for the next call
+    deadline = time.monotonic() + 5.0
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not alive() and readers._idle == []  # it ended, and no caller can hand it a job
+    assert readers.run(lambda: "again", timeout=5.0)[:2] == (True, "again")
+    readers.close()
