@@ -613,3 +613,25 @@ def test_every_revocation_follows_the_authority_rule_and_protected_notes_survive
         assert same(row["NoteAID"], min(a.lower(), b.lower())) and ids[a][4] == ids[b][4]
         assert rows[a]["Status"] == rows[b]["Status"] == "Active"
     assert verify(db.engine) == []
+
+
+def test_a_run_stopped_while_pairs_are_in_flight_keeps_the_answers_it_had(db: Db) -> None:
+    """The run deadline passes while one question waits on a slow server: the verdicts that came
+    back before are cached, so the next run asks only the pairs that had no answer."""
+    store = Store(db.engine)
+    for name in ("Ann", "Ben", "Cal", "Dee"):
+        pair(store, f"{name} likes coffee in the morning.", f"{name} likes tea in the morning.", user=store.user(name))
+    served: list[int] = []
+
+    def respond(body: dict) -> Any:
+        served.append(len(served))
+        return COMPATIBLE if len(served) <= 2 else Reply.slow(30.0, COMPATIBLE)
+
+    with LLMStub(responder=respond) as stub:
+        first = detect(db, with_llm(db, stub, llm_concurrency=1, run_deadline_seconds=2, llm_timeout=60))
+    assert first.status == "failed" and first.stopped is not None, first.message
+    with LLMStub(responder=answer_with(lambda notes: COMPATIBLE)) as stub:
+        second = detect(db, with_llm(db, stub, llm_concurrency=1))
+        assert second.status == "completed", second.message
+        out = second.phases[0].output
+        assert (out["cached"], out["questionsAsked"], len(stub.chat_requests)) == (2, 2, 2)
