@@ -31,7 +31,7 @@ from memctl.store.changes import ApplyContext, UnitOutcome, apply_batch, batches
 from memctl.store.engine import read, scrub
 from memctl.store.failures import describe
 from memctl.stopping import Deadline, RunStopped
-from memctl.vectors import close_ahead
+from memctl.vectors import close_vectors
 
 PHASE_ORDER = ("consolidate", "contradictions", "prune", "archive")
 GATE_STEP = "Check Maintenance Gate"
@@ -286,7 +286,7 @@ def execute(
 def _close_services(ctx: PhaseContext) -> None:
     """Close the LLM client's connections (an answer still trickling in is not awaited) and end a
     vector-decoding helper process nothing collected."""
-    close_ahead(ctx)
+    close_vectors(ctx)
     judge = ctx.services.get("judge")
     client = getattr(judge, "client", None)
     if client is not None and hasattr(client, "close"):

@@ -25,7 +25,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Container, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -41,11 +41,8 @@ from memctl.store import models as m
 from memctl.store.engine import read, write
 
 CHUNK = 500
-#: ctx.services key of the decoding `decode_ahead` started: (text keys, Decoding)
-AHEAD = "vectors-ahead"
-#: the helper's share of the texts decoded ahead: it starts while the phase still groups the
-#: notes and digests them for its settled marks (3.4 to 3.7 s at 100k notes), so it can take
-#: more than half. Measured with json (before orjson): at 0.6 this process decoded its 40 % in 6
+#: the helper's share of a `Feed` batch started while the rows are still being read: it starts
+#: ahead of this process's part, so it can take more than half. Measured with json (before orjson): at 0.6 this process decoded its 40 % in 6
 #: to 7 s, then waited 1.5 to 3 s for the helper (~200 us a text there, ~160 here). With orjson
 #: this process's part and the wait took 2.7 s in one 100k dream.
 AHEAD_SHARE = 0.55
@@ -494,12 +491,8 @@ class VectorIndex:
 
     def _decode_stored_texts(self, groups: dict[PartitionKey, list[NoteRecord]]) -> None:
         """Decode the trusted vector texts that records of `groups` carry (records read with their
-        text, `load_notes` keeps none) into the run's StoredVectors, after collecting what
-        `decode_ahead` started. A text already decoded for its note is not decoded again."""
-        ahead = self.ctx.services.pop(AHEAD, None)
-        if ahead is not None:
-            keys, decoding = ahead
-            self.stored._put(keys, decoding.result())
+        text, `load_notes` keeps none) into the run's StoredVectors. A text already decoded for
+        its note is not decoded again."""
         todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted)
         if todo:
             with self.stored.feed() as feed:
@@ -590,38 +583,17 @@ class VectorIndex:
                 conn.execute(m.embedding.insert(), rows[start : start + 1000])
 
 
-def decode_ahead(ctx: PhaseContext, notes: Sequence[NoteRecord]) -> None:
-    """Start decoding the stored vector texts that `notes` carry (those of the trusted model)
-    with a helper process, while the caller goes on; the run's VectorIndex collects them when it
-    first needs vectors, and this process decodes its share of all of them then. Only when a
-    helper runs (a batch large enough, a second CPU: `Decoding`). The LLM phases no longer use
-    it: `load_notes` decodes as it reads (`Feed`) and its records carry no text; this is for
-    records built with their text. `close_ahead` ends one that is never collected.
-    """
-    if AHEAD in ctx.services:
-        return
-    todo = trusted_texts(notes, ctx.settings.stored_model_id)
-    if len(todo) < stored_texts.PARALLEL_DECODE_MIN:  # read now: tests lower it
-        return
-    decoding = Decoding(list(todo.values()), AHEAD_SHARE)
-    if decoding.helper is not None:  # else nothing runs ahead: each phase decodes what it needs, when it does
-        ctx.services[AHEAD] = (list(todo), decoding)
-
-
-def close_ahead(ctx: PhaseContext) -> None:
-    """End the helper of a `decode_ahead` nothing collected, and close the run's StoredVectors
-    (their file): the run ends or stops, or a phase failed (the next one reads the notes again)."""
-    ahead = ctx.services.pop(AHEAD, None)
-    if ahead is not None:
-        ahead[1].close()
+def close_vectors(ctx: PhaseContext) -> None:
+    """Close the run's StoredVectors (their file): the run ends or stops, or a phase failed (the
+    next one reads the notes again)."""
     stored = ctx.services.pop(STORED, None)
     if stored is not None:
         stored.close()
 
 
-def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str], known: Container[tuple[str, int, int]] = ()) -> dict[tuple[str, int, int], str]:
+def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str]) -> dict[tuple[str, int, int], str]:
     """Return the stored vector texts of `notes` made by the `trusted` model (none without one),
-    by text key (`_text_key`), leaving out the keys in `known`."""
+    by text key (`_text_key`)."""
     model = (trusted or "").lower()
     texts: dict[tuple[str, int, int], str] = {}
     if not model:
@@ -629,9 +601,7 @@ def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str], known: Co
     for note in notes:
         text = note.embedding_vector
         if text is not None and (note.embedding_model_id or "").lower() == model:
-            key = _text_key(note.id, text)
-            if key not in known:
-                texts.setdefault(key, text)
+            texts.setdefault(_text_key(note.id, text), text)
     return texts
 
 

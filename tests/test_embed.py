@@ -548,51 +548,44 @@ def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
     return PhaseContext(engine=db.engine, settings=settings, now=when), notes
 
 
-def test_vectors_decoded_ahead_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """decode_ahead starts the helper at once; the index collects its vectors (the helper's share
-    decoded there, the rest here), equal to decode_stored's, and decodes nothing twice."""
+def test_vectors_fed_in_several_batches_through_a_helper_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
+    """A Feed decodes FEED_TEXTS texts at a time, a helper process taking a share of each batch:
+    the index's vectors equal decode_stored's, and a second read decodes nothing again."""
+    from memctl import vectors
     from memctl.similarity import unit_rows
-    from memctl.vectors import AHEAD, AHEAD_SHARE, VectorIndex, decode_ahead
+    from memctl.vectors import VectorIndex
 
+    monkeypatch.setattr(vectors, "FEED_TEXTS", 8)  # 30 texts: three batches started while feeding, one at the end
     ctx, notes = ahead_context(tmp_path)
     here: list[str] = []
     real = stored.decode_stored
     monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))
-    decode_ahead(ctx, notes)
-    assert AHEAD in ctx.services and ctx.services[AHEAD][1].helper is not None
     index = VectorIndex(ctx, HashingEmbedder(dim=16))
     (pv,) = index.partitions({("k",): notes}).values()  # type: ignore[dict-item]
     texts = [n.embedding_vector for n in notes]
-    assert here == texts[int(len(texts) * AHEAD_SHARE) :]  # the rest was the helper's
-    assert AHEAD not in ctx.services and pv.model == "model-x"
-    assert np.array_equal(pv.vectors, unit_rows(np.vstack([real(t) for t in texts])))
+    assert 0 < len(here) < len(texts)  # the helper decoded its share of every batch
+    assert pv.model == "model-x" and np.array_equal(pv.vectors, unit_rows(np.vstack([real(t) for t in texts])))
+    decoded = len(here)
     index.partitions({("k",): notes})  # type: ignore[dict-item]
-    assert len(here) == len(texts) - int(len(texts) * AHEAD_SHARE)  # decoded once per run
+    assert len(here) == decoded  # decoded once per run
     ctx.engine.dispose()
 
 
-def test_a_run_that_never_collects_the_vectors_decoded_ahead_ends_the_helper(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """The pipeline closes its services at the end of every run: a helper still decoding is killed."""
-    from memctl.pipeline import _close_services
-    from memctl.vectors import AHEAD, decode_ahead
+def test_a_feed_given_up_ends_its_helpers(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
+    """An error while rows are read leaves the `with` of a Feed: a helper still decoding is killed."""
+    from memctl import vectors
+    from memctl.vectors import stored_vectors
 
+    monkeypatch.setattr(vectors, "FEED_TEXTS", 8)
     monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
     ctx, notes = ahead_context(tmp_path)
-    decode_ahead(ctx, notes)
-    helper = ctx.services[AHEAD][1].helper
-    assert helper is not None and helper.poll() is None
-    _close_services(ctx)
-    assert helper.poll() is not None and AHEAD not in ctx.services
+    with pytest.raises(RuntimeError, match="the read failed"):
+        with stored_vectors(ctx).feed() as feed:
+            for note in notes[:10]:
+                feed.add(note.id, note.embedding_vector)
+            helpers = [decoding.helper for _, decoding in feed._running]
+            assert helpers and all(h is not None and h.poll() is None for h in helpers)
+            raise RuntimeError("the read failed")
+    assert all(h.poll() is not None for h in helpers) and feed._running == []
     assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
-    ctx.engine.dispose()
-
-
-def test_nothing_is_decoded_ahead_without_a_helper(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """On one CPU (or when no helper can start) each phase decodes only what it needs, when it does."""
-    from memctl.vectors import AHEAD, decode_ahead
-
-    monkeypatch.setattr(stored, "_cpus", lambda: 1)
-    ctx, notes = ahead_context(tmp_path)
-    decode_ahead(ctx, notes)
-    assert AHEAD not in ctx.services
     ctx.engine.dispose()

@@ -130,7 +130,7 @@ class Decoding:
     helper process when this process may use a second CPU: the helper starts on the first part
     (`share` of the texts) at once, and `result()` decodes the rest here, then collects the
     helper's part. A caller that starts the decoding well before it needs the vectors gives the
-    helper a head start, and so may give it a larger share (`memctl.vectors.decode_ahead`). The
+    helper a head start, and so may give it a larger share (`memctl.vectors.Feed`, while it still reads rows). The
     helper runs the same function, so the result is the same array for every text. A helper
     that cannot start, dies, hangs or answers anything but its part's vectors leaves its part to
     this process; a stop (a signal, the run's deadline) while waiting for it ends it at once,

@@ -70,7 +70,7 @@ from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.text.decide import NoteText
-from memctl.vectors import VectorIndex, VectorStats, close_ahead
+from memctl.vectors import VectorIndex, VectorStats, close_vectors
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
@@ -109,7 +109,7 @@ class ConsolidatePhase:
                 plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
-            close_ahead(ctx)  # the next phase reads the notes again
+            close_vectors(ctx)  # the next phase reads the notes again
             raise
         snapshot = ctx.services.get(SNAPSHOT)
         if plan.units and (ctx.dry_run or snapshot is None):  # the contradictions phase reads the store again
