@@ -127,9 +127,9 @@ class Recent:
 
 #: ctx.services key of the run's `StoredVectors`
 STORED = "stored vectors"
-#: texts decoded together (one `Decoding`, with a helper process when it is worth one): two such
+#: texts a `Feed` decodes together (not `embed.stored.FEED_TEXTS`, the texts per pickle to a helper) (one `Decoding`, with a helper process when it is worth one): two such
 #: batches of texts at most are held at once, ~75 MB each of 384-float JSON
-FEED_TEXTS = 20_000
+FEED_BATCH = 20_000
 
 
 class StoredVectors:
@@ -285,7 +285,7 @@ class StoredVectors:
 class Feed:
     """Decode stored vector texts into a `StoredVectors` as they are read: `add` each, then `finish`.
 
-    Texts are decoded FEED_TEXTS at a time (`Decoding`: a helper process takes a share of each
+    Texts are decoded FEED_BATCH at a time (`Decoding`: a helper process takes a share of each
     batch), the helper of one batch working while this process reads the next; then the texts are
     dropped. A text equal to the note's entry (length and hash) is not decoded again. `close`
     ends the helpers of a feed given up (an error while reading).
@@ -305,7 +305,7 @@ class Feed:
             return
         self._entries.append((note_id, *key))
         self._texts.append(text)
-        if len(self._texts) >= FEED_TEXTS:
+        if len(self._texts) >= FEED_BATCH:
             self._start(AHEAD_SHARE)  # its helper starts ahead of this process's part
 
     def _start(self, share: float) -> None:

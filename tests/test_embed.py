@@ -549,13 +549,13 @@ def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
 
 
 def test_vectors_fed_in_several_batches_through_a_helper_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """A Feed decodes FEED_TEXTS texts at a time, a helper process taking a share of each batch:
+    """A Feed decodes FEED_BATCH texts at a time, a helper process taking a share of each batch:
     the index's vectors equal decode_stored's, and a second read decodes nothing again."""
     from memctl import vectors
     from memctl.similarity import unit_rows
     from memctl.vectors import VectorIndex
 
-    monkeypatch.setattr(vectors, "FEED_TEXTS", 8)  # 30 texts: three batches started while feeding, one at the end
+    monkeypatch.setattr(vectors, "FEED_BATCH", 8)  # 30 texts: three batches started while feeding, one at the end
     ctx, notes = ahead_context(tmp_path)
     here: list[str] = []
     real = stored.decode_stored
@@ -576,7 +576,7 @@ def test_a_feed_given_up_ends_its_helpers(monkeypatch: pytest.MonkeyPatch, helpe
     from memctl import vectors
     from memctl.vectors import stored_vectors
 
-    monkeypatch.setattr(vectors, "FEED_TEXTS", 8)
+    monkeypatch.setattr(vectors, "FEED_BATCH", 8)
     monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
     ctx, notes = ahead_context(tmp_path)
     with pytest.raises(RuntimeError, match="the read failed"):
