@@ -111,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the slice_notes setting (issue 25: a scope of more notes is read agent by agent; 0 = at once); default: memctl's own",
     )
     parser.add_argument("--profile", type=Path, help="run the first dream under cProfile and write the stats here")
+    parser.add_argument(
+        "--llm-log", type=Path,
+        help="write every LLM request of the dreams here (the llm_log setting: JSON lines with the time each reply came and its seconds)",
+    )
     args = parser.parse_args(argv)
     if (args.store is None) == (args.pg_schema is None):
         parser.error("give a SQLite store file or --pg-schema")
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             flags = harness.settings_for(store, stub, options)
             if args.slice_notes is not None:
                 flags["slice_notes"] = args.slice_notes
+            if args.llm_log is not None:
+                flags["llm_log"] = str(args.llm_log)
             settings = resolve(flags=flags, environ={})
             engine = api.open_store(settings)
             statements = [0]
@@ -159,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                     profiler = cProfile.Profile()
                 cpu = resource.getrusage(resource.RUSAGE_SELF)
                 statements[0] = 0
+                if args.llm_log is not None:  # to place the log's requests on the dream's clock
+                    print(f"dream {number} starts at {time.time():.3f} (epoch seconds)", flush=True)
                 started = time.monotonic()
                 if profiler is not None:
                     profiler.enable()

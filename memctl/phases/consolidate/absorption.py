@@ -3,11 +3,13 @@ note's fact, is revoked into that note once the judge says so and hard evidence 
 
 from __future__ import annotations
 
-from collections import defaultdict
+import os
+from collections import defaultdict, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -28,6 +30,8 @@ from memctl.vectors import PartitionVectors, VectorIndex
 
 #: rows per side of one block of the absorption matrix product
 BLOCK = 1024
+#: at most this many threads multiply absorption matrices (`cover_threads`)
+COVER_THREADS = 4
 
 
 @dataclass
@@ -78,7 +82,13 @@ def absorption_candidates(
     vectors: dict[PartitionKey, PartitionVectors],
     revoked: set[str],
     get_judge: JudgeGetter,
+    threads: Optional[int] = None,
 ) -> list[AbsorptionCase]:
+    """Return an absorption check for each narrower note with a broader note as similar as a cluster's members (its best one).
+
+    One product per group of user partitions with the same broader partitions (a company's
+    users), against those partitions' live notes, on `threads` threads (default `cover_threads()`).
+    """
     now = ctx.now.timestamp()
     rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
     # User partitions with the same broader partitions (typically every user of a company)
@@ -105,6 +115,25 @@ def absorption_candidates(
         return prepared[b]
 
     found: list[AbsorptionCase] = []
+    jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked)
+    for narrow, wide, (best, sims) in _covers(jobs, cover_threads() if threads is None else threads):
+        for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+            if j >= 0:
+                found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
+    return found
+
+
+def _cover_jobs(
+    index: VectorIndex,
+    groups: dict[PartitionKey, list[NoteRecord]],
+    by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]],
+    live: dict[PartitionKey, list[NoteRecord]],
+    side: Callable[[PartitionKey], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    vectors: dict[PartitionKey, PartitionVectors],
+    rows: dict[PartitionKey, dict[str, int]],
+    revoked: set[str],
+) -> Iterator[tuple[list[NoteRecord], list[NoteRecord], tuple]]:
+    """Yield, per group of user partitions with the same targets, its notes, their targets and `best_cover`'s arguments."""
     for targets, keys in by_targets.items():
         narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
         if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
@@ -125,16 +154,46 @@ def absorption_candidates(
             wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
             vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
             b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([expiry(n) for n in wide])
-        threshold = index.thresholds(model)[0]
-        for narrow in narrow_by_key.values():
-            if not narrow:
-                continue
-            a = np.vstack([vector_of(n.id) for n in narrow])
-            best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), b_expiry)
-            for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
-                if j >= 0:
-                    found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
-    return found
+        # every narrower partition of the group in one product: a row's best match does not depend on the rows beside it
+        narrow = list(chain.from_iterable(narrow_by_key.values()))
+        a = np.vstack([vector_of(n.id) for n in narrow])
+        yield narrow, wide, (a, b, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]), b_expiry)
+
+
+def _covers(ask: Iterable[tuple[Any, Any, tuple]], threads: int) -> Iterator[tuple[Any, Any, tuple[np.ndarray, np.ndarray]]]:
+    """Yield (narrow, wide, `best_cover`'s result) for each job of `ask`, in order, computed on up to `threads` threads.
+
+    numpy multiplies outside the GIL, and every product runs on one BLAS thread (`single_thread`)
+    whichever thread asks for it, so the results are those of one thread: only the wall time
+    changes. At most `threads` jobs are ahead of the one handed back (each holds its wide
+    side: an agent-wide partition's matrix), and the next jobs are prepared while they run.
+    """
+    if threads <= 1:
+        for narrow, wide, job in ask:
+            yield narrow, wide, best_cover(*job)
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="memctl-cover")
+    ahead: deque[tuple[Any, Any, Future]] = deque()
+    try:
+        for narrow, wide, job in ask:
+            ahead.append((narrow, wide, pool.submit(best_cover, *job)))
+            while len(ahead) > threads:
+                narrow, wide, done = ahead.popleft()
+                yield narrow, wide, done.result()
+        while ahead:
+            narrow, wide, done = ahead.popleft()
+            yield narrow, wide, done.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def cover_threads() -> int:
+    """Return how many threads multiply absorption matrices: the CPUs this process may use, at most `COVER_THREADS`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(COVER_THREADS, cpus))
 
 
 def standing_candidates(
