@@ -219,3 +219,62 @@ def test_a_tier_spelled_in_lower_case_is_read_as_its_tier() -> None:
     assert not consolidatable(note_record(row, with_vector=False))
     assert policy_refusal("revoke", "AIAgentNote", row) == "the note is Protected"
     assert policy_refusal("archive", "AIAgentNote", {**row, "ProtectionTier": "IMMUTABLE"}) == "the note is Immutable"
+
+
+SQL_SERVER_SPELLING = lambda guid: str(uuid.UUID(guid)).upper()  # noqa: E731 - how SQL Server and .NET write a GUID
+
+
+def respell(db: Db, table: str, guid: str, spell: Any = SQL_SERVER_SPELLING) -> None:
+    """Store `guid` as another application would have written it into SQLite (SQLAlchemy writes 32 lower-case hex digits)."""
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(f'UPDATE "{table}" SET "ID" = ? WHERE "ID" = ?', (spell(uuid.UUID(guid).hex), uuid.UUID(guid).hex))
+
+
+def test_sqlite_notes_of_an_agent_user_company_and_conversation_stored_in_sql_servers_spelling_are_no_orphans(sqlite_db: Db) -> None:
+    """Such a row was looked up in one spelling only: every note of it was archived as pointing at something gone."""
+    db = sqlite_db
+    store = Store(db.engine)
+    agent, user, company = store.agent(), store.user(), store.company()
+    conversation = store.conversation(user)
+    kept = [store.note(f"fact {i}", AgentID=agent, UserID=user, CompanyID=company, SourceConversationID=conversation) for i in range(3)]
+    gone_user = store.user("Bob")
+    orphan = store.note("fact of a user deleted since", AgentID=agent, UserID=gone_user, CompanyID=company)
+    for table, guid in (("AIAgent", agent), ("User", user), ("Company", company), ("Conversation", conversation)):
+        respell(db, table, guid)
+    with db.engine.begin() as conn:
+        conn.execute(sa.delete(m.user).where(sa.type_coerce(m.user.c.ID, sa.String) == uuid.UUID(gone_user).hex))
+    report = api.run_phase(at(db.settings, NOW), "prune", api.RunOptions(), engine=db.engine)
+    assert report.exit_code == 0, report.phases[0].error
+    assert report.phases[0].output["orphansFound"] == 1 and report.phases[0].output["orphanedUsers"] == 1
+    assert [store.status(n) for n in kept] == ["Active"] * 3
+    assert store.status(orphan) == "Archived"
+
+
+def test_sqlite_stored_vectors_of_notes_whose_ids_are_respelled_are_read_by_id_as_by_scan(sqlite_db: Db) -> None:
+    """The read by ID (few notes, most partitions settled) found only SQLAlchemy's spelling: the
+    others' partitions lost their stored vectors and were compared by the fallback embedder."""
+    import json
+
+    from memctl.context import PhaseContext
+    from memctl.phases.base import Overlay
+    from memctl.phases.notes import by_partition, load_notes, with_vectors
+    from memctl.settings import replace
+    from memctl.vectors import stored_vectors
+
+    db = sqlite_db
+    model = "11111111-2222-4333-8444-555555555555"
+    store = Store(db.engine)
+    agent = store.agent()
+    ids = [store.note(f"fact {i}", AgentID=agent, EmbeddingModelID=model, EmbeddingVector=json.dumps([1.0, 0.1 * i, 0.0, 0.0])) for i in range(4)]
+    for guid, spell in zip(ids[:3], [str.upper, lambda h: str(uuid.UUID(h)), SQL_SERVER_SPELLING]):
+        respell(db, "AIAgentNote", guid, spell)
+    settings = replace(db.settings, embed_provider="stored", embed_model=model)
+    found = {}
+    for lazy in (True, False):
+        ctx = PhaseContext(db.engine, settings, NOW)
+        notes = load_notes(ctx, Overlay(), vectors=not lazy)
+        if lazy:
+            with_vectors(ctx, by_partition(notes))
+        vectors = stored_vectors(ctx)
+        found[lazy] = {n.id: vectors.has(n.id) for n in notes}
+    assert found[True] == found[False] == {i: True for i in ids}

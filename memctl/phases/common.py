@@ -16,7 +16,7 @@ from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal
-from memctl.store.changes import to_db_values
+from memctl.store.changes import id_in, to_db_values
 
 T = TypeVar("T")
 CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
@@ -61,8 +61,10 @@ def lookup_ids(conn: Connection, table: sa.Table, ids: Iterable[str], columns: S
     """Fetch the rows of `table` whose ID is in `ids`: one query per chunk of the IN-list."""
     wanted = sorted({str(i).lower() for i in ids if i is not None})
     found: dict[str, Mapping[str, Any]] = {}
+    sqlite = conn.dialect.name == "sqlite"
     for chunk in chunks(wanted):
-        query = sa.select(*[table.c[c] for c in columns]).where(table.c.ID.in_(chunk))
+        # on SQLite in every spelling of a GUID: another application (SQL Server's, .NET's) writes them upper case, dashed
+        query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, chunk, sqlite))
         for row in conn.execute(query).mappings():
             found[str(row["ID"]).lower()] = row
     return found

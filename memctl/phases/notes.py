@@ -194,10 +194,11 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
                 rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
             else:
                 ids = sorted(wanted)
+                sqlite = ctx.engine.dialect.name == "sqlite"  # every spelling of an ID, as the scan above finds it
                 rows = (
                     row
                     for start in range(0, len(ids), CHUNK)
-                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.ID.in_(ids[start : start + CHUNK])))
+                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(id_in(t, ids[start : start + CHUNK], sqlite)))
                 )
             for stored_id, text in rows:
                 note_id = str(stored_id).lower()

@@ -220,8 +220,15 @@ def id_in(table: sa.Table, ids: Sequence[str], sqlite: bool, plain: bool = False
 
 
 def _id_texts(ids: Sequence[str], plain: bool) -> list[str]:
-    """The texts `id_in` looks a SQLite row's ID up by."""
-    return [uuid.UUID(i).hex for i in ids] if plain else [s for i in ids for s in id_spellings(i)]
+    """The texts `id_in` looks a SQLite row's ID up by (an ID that is no GUID: as given)."""
+    return [t for i in ids for t in (_spelled(i, plain) or [i])]
+
+
+def _spelled(record_id: str, plain: bool) -> Optional[list[str]]:
+    try:
+        return [uuid.UUID(record_id).hex] if plain else id_spellings(record_id)
+    except ValueError:
+        return None
 
 
 @lru_cache(maxsize=64)
