@@ -742,6 +742,32 @@ def test_a_new_note_gets_a_vector_only_when_the_store_keeps_the_embedders_vector
     assert vector is not None and vector.shape == (1024,)
 
 
+def test_a_merged_note_is_written_only_with_the_vector_the_embedder_computed_for_it(db: Db) -> None:
+    """Its vector is asked for while absorption is planned; when that request fails, the phase fails and writes nothing."""
+    store = Store(db.engine)
+    model_id = str(uuid.uuid4())
+    # the sources' vectors are stored, of the embedder's model: only the merged note is embedded
+    vectors = [[1.0, 0.05, 0.0, 0.0], [1.0, 0.0, 0.05, 0.0], [1.0, 0.0, 0.0, 0.05]]
+    sources = topic(store, TOPIC[:3], AgentID=store.agent(), EmbeddingModelID=model_id)
+    for note_id, vector in zip(sources, vectors, strict=True):
+        with db.engine.begin() as conn:
+            conn.execute(sa.update(m.note).where(m.note.c.ID == note_id).values(EmbeddingVector=json.dumps(vector)))
+    with stub_server(embedding_dim=4) as stub:
+        embedder = {"embed_provider": "openai", "embed_model": "stub-embedding", "embed_model_id": model_id, "embed_base_url": stub.base_url}
+        # a deterministic error: not retried
+        stub.script_embeddings(Reply(status=400, body={"error": {"message": "input rejected", "type": "invalid_request_error"}}))
+        failed = consolidate(db, **embedder, embed_api_key="sk-test")
+        assert failed.phases[0].outcome == "failed" and "input rejected" in (failed.phases[0].error or ""), failed.phases[0].error
+        assert created_notes(db) == [] and [store.status(n) for n in sources] == ["Active"] * 3
+        assert len(stub.embedding_requests) == 1
+        done = consolidate(db, **embedder, embed_api_key="sk-test")
+    assert done.phases[0].applied == 4
+    [new] = created_notes(db)
+    assert str(new["EmbeddingModelID"]).lower() == embedder["embed_model_id"]
+    vector = decode_vector(new["EmbeddingVector"])
+    assert vector is not None and vector.shape == (4,)
+
+
 def test_a_note_is_never_absorbed_into_a_note_this_run_consolidates(db: Db) -> None:
     store = Store(db.engine)
     agent, acme, alice = store.agent(), store.company(), store.user()

@@ -94,6 +94,8 @@ class _Part:
     eligible: dict[PartitionKey, list[PartitionKey]] = field(default_factory=dict)
     cluster_keys: list[PartitionKey] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
+    #: puts the new notes' vectors into their cluster units, once the compute embedder answered
+    attach: Callable[[], None] = lambda: None
 
 
 class ConsolidatePhase:
@@ -166,7 +168,6 @@ class ConsolidatePhase:
         index, stats_before = indexes[0]
         copy_units = [u for p in parts for u in p.copy_units]
         cases = [c for p in parts for c in p.cases]
-        cluster_units = [case.unit for case in cases if case.unit is not None]
         texts = parts[0].texts  # empty after slices: their analyses went with them, few are needed again
 
         absorptions: list[AbsorptionCase] = []
@@ -176,6 +177,9 @@ class ConsolidatePhase:
             found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
             absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
         approved = [case for case in absorptions if is_approved(ctx, case, texts, tally)]
+        for part in parts:
+            part.attach()
+        cluster_units = [case.unit for case in cases if case.unit is not None]
         absorb_units = [absorb_unit(case) for case in approved if not case.standing] + standing_absorptions(
             [case for case in approved if case.standing]
         )
@@ -346,7 +350,7 @@ class ConsolidatePhase:
             leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
             wordings = {k: found for k, found in ((k, copy_groups(m, partial(wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
             more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS) if wordings else ([], set())
-            asked.finish()
+            part.attach = asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]
         assert not {mu.record_id for u in cluster_units for mu in u.mutations} & {n.id for ms in leftover.values() for n in ms}
         revoked = gone | {n_id for unit in cluster_units for n_id in revoked_ids(unit)}

@@ -33,6 +33,7 @@ from memctl.phases.consolidate.rules import (
 )
 from memctl.phases.notes import note_guard
 from memctl.phases.safety import merge_loses
+from memctl.stopping import Pool
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import NoteRecord
 from memctl.temporal import find_relative
@@ -134,16 +135,20 @@ class ClusterQuestions:
         self.cases.extend(cases)
         self._asking.submit([c.question for c in cases])
 
-    def finish(self) -> None:
-        """Wait for every answer and judge each cluster by it, in the clusters' order."""
+    def finish(self) -> Callable[[], None]:
+        """Wait for every answer and judge each cluster by it, in the clusters' order.
+
+        Return `attach`, which puts the new notes' vectors into their units: call it before the
+        units are planned. The compute embedder's request for them is on its way meanwhile.
+        """
         if self._asking is None:
-            return
+            return lambda: None
         answers, stats = self._asking.finish()
         self.tally.add(stats)
         for case, answer in zip(self.cases, answers, strict=True):
             case.answer = answer
             _judge_case(self.ctx, case)
-        _attach_vectors(self.ctx, [c for c in self.cases if c.verdict == "consolidated"])
+        return _attach_vectors(self.ctx, [c for c in self.cases if c.verdict == "consolidated"])
 
 
 def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
@@ -249,15 +254,19 @@ def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationRepl
     )
 
 
-def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> None:
+def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> Callable[[], None]:
     """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model.
 
     In a partition of stored vectors of another model, the new note gets a derived vector of
     that model instead (in memctl's cache only), so the partition stays on one model.
+
+    The compute embedder is asked on a thread of its own, while the absorption checks are
+    planned and asked (one request's latency less in a first dream); the returned `attach` waits
+    for its answer (or its error, raised there) and writes the vectors into the units.
     """
     settings = ctx.settings
     if not cases:
-        return
+        return lambda: None
     index: VectorIndex = ctx.services["vectors"]
     for case in cases:
         if settings.embed_provider == "stored" and case.model == index.trusted and case.unit is not None:
@@ -265,14 +274,23 @@ def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> None:
             sources = {mu.record_id for mu in case.unit.mutations[1:]}
             index.derive(insert.record_id, insert.values["Note"], [n for n in case.notes if n.id in sources])
     if not settings.embed_model_id or settings.embed_provider == "stored":
-        return
+        return lambda: None
     compute_models = {index.compute.name, settings.embed_model_id}
     chosen = [c for c in cases if c.model in compute_models]
     if not chosen:
-        return
-    embedded = index.compute.embed([c.unit.mutations[0].values["Note"] for c in chosen])  # type: ignore[union-attr]
-    for case, vector in zip(chosen, embedded, strict=True):
-        assert case.unit is not None
-        insert = case.unit.mutations[0]
-        values = {**insert.values, "EmbeddingVector": encode_vector(vector), "EmbeddingModelID": settings.embed_model_id}
-        case.unit = replace(case.unit, mutations=(replace(insert, values=values), *case.unit.mutations[1:]))
+        return lambda: None
+    pool = Pool(1)
+    pool.submit(index.compute.embed, [c.unit.mutations[0].values["Note"] for c in chosen])  # type: ignore[union-attr]
+
+    def attach() -> None:
+        try:
+            _, embedded = pool.next(ctx.deadline, "while embedding the merged notes")
+        finally:
+            pool.close()
+        for case, vector in zip(chosen, embedded, strict=True):
+            assert case.unit is not None
+            insert = case.unit.mutations[0]
+            values = {**insert.values, "EmbeddingVector": encode_vector(vector), "EmbeddingModelID": settings.embed_model_id}
+            case.unit = replace(case.unit, mutations=(replace(insert, values=values), *case.unit.mutations[1:]))
+
+    return attach
