@@ -16,7 +16,7 @@ from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal
-from memctl.store.changes import id_in, to_db_values
+from memctl.store.changes import guid_in, id_in, to_db_values
 
 T = TypeVar("T")
 CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
@@ -28,9 +28,9 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def agent_filter(table: sa.Table, scope: Scope) -> list[sa.ColumnElement[bool]]:
-    """Return the SQL condition that limits rows to `--agent`, if given."""
-    return [table.c.AgentID == scope.agent_id] if scope.agent_id else []
+def agent_filter(table: sa.Table, scope: Scope, sqlite: bool) -> list[sa.ColumnElement[bool]]:
+    """Return the SQL condition that limits rows to `--agent`, if given (on SQLite, its ID in every spelling)."""
+    return [guid_in(table.c.AgentID, [scope.agent_id], sqlite)] if scope.agent_id else []
 
 
 def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:

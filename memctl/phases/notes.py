@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
-from memctl.phases.common import as_planned, in_shard, sqlite_guid
+from memctl.phases.common import agent_filter, as_planned, in_shard, sqlite_guid
 from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
@@ -93,8 +93,7 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     # Active note for each chunk of IDs; concatenating '' leaves it only the ID index
     status = t.c.Status.concat("") if by_id and ctx.engine.dialect.name == "sqlite" else t.c.Status
     conditions = [status == "Active", *where]
-    if ctx.scope.agent_id:
-        conditions.append(t.c.AgentID == ctx.scope.agent_id)
+    conditions += agent_filter(t, ctx.scope, ctx.engine.dialect.name == "sqlite")
     conditions += agent_condition(t, ctx)
     # On SQLite, GUID columns are read as their stored text and formatted here: SQLAlchemy's Uuid
     # result processing builds a uuid.UUID per value (7 per row: ~40 % of a 100k-row load).
@@ -188,8 +187,7 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
         with read(ctx.engine) as conn:
             if len(wanted) > SCAN_ABOVE:
                 query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
-                if ctx.scope.agent_id:
-                    query = query.where(t.c.AgentID == ctx.scope.agent_id)
+                query = query.where(*agent_filter(t, ctx.scope, ctx.engine.dialect.name == "sqlite"))
                 query = query.where(*agent_condition(t, ctx))
                 rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
             else:

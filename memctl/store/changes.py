@@ -214,9 +214,14 @@ def id_spellings(record_id: str) -> list[str]:
 def id_in(table: sa.Table, ids: Sequence[str], sqlite: bool, plain: bool = False) -> sa.ColumnElement[bool]:
     """Return "the row's ID is one of `ids`": on SQLite, compared as stored text in every spelling
     (`id_spellings`), or only SQLAlchemy's with `plain`; elsewhere as the GUID type compares."""
+    return guid_in(table.c.ID, ids, sqlite, plain)
+
+
+def guid_in(column: sa.ColumnElement[Any], ids: Sequence[str], sqlite: bool, plain: bool = False) -> sa.ColumnElement[bool]:
+    """Return "the GUID column's value is one of `ids`", as `id_in` compares a row's ID."""
     if not sqlite:
-        return table.c.ID.in_(ids)
-    return sa.type_coerce(table.c.ID, sa.String).in_(_id_texts(ids, plain))
+        return column.in_(ids)
+    return sa.type_coerce(column, sa.String).in_(_id_texts(ids, plain))
 
 
 def _id_texts(ids: Sequence[str], plain: bool) -> list[str]:
