@@ -20,7 +20,7 @@ from llmstub import LLMStub
 from memctl import api
 from memctl.blas import single_thread
 from memctl.phases.consolidate import absorption
-from memctl.phases.consolidate.absorption import _covers, best_cover
+from memctl.phases.consolidate.absorption import _covers, best_cover, best_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.corpus import CorpusSpec, build  # noqa: E402
@@ -43,7 +43,7 @@ def jobs(seed: int = 5) -> list[tuple[int, int, tuple]]:
         a[: len(near)] = b[near] + 0.05 * unit_rows(rng, len(near))
         a /= np.linalg.norm(a, axis=1, keepdims=True)
         b_expiry = np.where(rng.random(len(b)) < 0.2, 1_000.0, np.inf)
-        out.append((k, -k, (a, b, 0.8, np.full(len(a), 2_000.0), b_expiry)))
+        out.append((k, -k, (a, [(np.arange(len(b)), b, b_expiry)], 0.8, np.full(len(a), 2_000.0))))
     return out
 
 
@@ -51,7 +51,7 @@ def jobs(seed: int = 5) -> list[tuple[int, int, tuple]]:
 def test_searches_come_back_in_order_with_one_threads_results(threads: int) -> None:
     todo = jobs()
     with single_thread():
-        expected = [best_cover(*job) for _, _, job in todo]
+        expected = [best_of(*job) for _, _, job in todo]
         pulled = []
 
         def source():
@@ -69,6 +69,29 @@ def test_searches_come_back_in_order_with_one_threads_results(threads: int) -> N
     for (best, sims), (_, _, (got_best, got_sims)) in zip(expected, got, strict=True):
         assert np.array_equal(best, got_best)
         assert np.array_equal(sims, got_sims)
+
+
+def test_the_best_match_over_several_partitions_is_the_one_a_search_of_all_their_rows_in_rank_order_finds() -> None:
+    """Each broader partition's matrix is searched in place; the most similar row wins and, of
+    equal ones (the same vector in two partitions), the lower rank, as over all rows at once."""
+    rng = np.random.default_rng(3)
+    every = unit_rows(rng, 900)
+    every[600:650] = every[100:150]  # copies: equally similar, ranked after the originals
+    every[10:20] = every[700:710]  # and copies ranked before them
+    ranks = rng.permutation(len(every))  # the partitions interleave in rank order
+    # each partition's rows in rank order, as `side` lists a partition's notes
+    parts = [part[np.argsort(ranks[part])] for part in np.array_split(np.argsort(rng.random(len(every))), 3)]
+    expiries = np.where(rng.random(len(every)) < 0.1, 1_000.0, np.inf)
+    a = every[rng.integers(0, len(every), size=200)] + 0.01 * unit_rows(rng, 200)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    a_expiry = np.full(len(a), 2_000.0)
+    with single_thread():
+        in_rank_order = np.argsort(ranks)
+        best, sims = best_cover(a, every[in_rank_order], 0.8, a_expiry, expiries[in_rank_order])
+        got, got_sims = best_of(a, [(ranks[p], every[p], expiries[p]) for p in parts], 0.8, a_expiry)
+    assert (best >= 0).sum() > 150
+    assert np.array_equal(got, np.where(best >= 0, best, -1))
+    np.testing.assert_allclose(got_sims[best >= 0], sims[best >= 0], rtol=1e-6)
 
 
 def test_a_company_s_users_searched_in_one_product_find_what_each_finds_alone() -> None:

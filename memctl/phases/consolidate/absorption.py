@@ -33,6 +33,9 @@ BLOCK = 1024
 #: at most this many threads multiply absorption matrices (`cover_threads`)
 COVER_THREADS = 4
 
+#: one side of an absorption search: the ranks of a partition's live notes, their vector rows, their expiries
+Side = tuple[np.ndarray, np.ndarray, np.ndarray]
+
 
 @dataclass
 class AbsorptionCase:
@@ -91,19 +94,21 @@ def absorption_candidates(
     """
     now = ctx.now.timestamp()
     rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
-    # User partitions with the same broader partitions (typically every user of a company)
-    # share one matrix of broader vectors.
+    # User partitions with the same broader partitions (typically every user of a company) are
+    # searched together, against each of those partitions' matrices in turn (never copied).
     by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]] = defaultdict(list)
     for key, targets in eligible.items():
         by_targets[tuple(targets)].append(key)
     # Each broader partition's live notes (not revoked, not expired), their rows and expiries,
     # prepared once: an agent-wide partition is a target of every user partition of the agent.
-    # A group's wide side is its targets' notes in order_key order (by a rank shared by all).
+    # A note's best match is the most similar target note; of equally similar ones, the first in
+    # order_key order (by a rank shared by all), whichever partition it is in.
     live = {b: [n for n in broader[b] if n.id not in revoked and expiry(n) > now] for b in set(chain.from_iterable(by_targets))}
-    rank = {n.id: i for i, n in enumerate(sorted(chain.from_iterable(live.values()), key=order_key))}
-    prepared: dict[PartitionKey, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    ranked = sorted(chain.from_iterable(live.values()), key=order_key)
+    rank = {n.id: i for i, n in enumerate(ranked)}
+    prepared: dict[PartitionKey, Side] = {}
 
-    def side(b: PartitionKey) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def side(b: PartitionKey) -> Side:
         """Return (ranks, vector rows, expiries) of broader partition b's live notes."""
         if b not in prepared:
             notes = live[b]
@@ -115,7 +120,7 @@ def absorption_candidates(
         return prepared[b]
 
     found: list[AbsorptionCase] = []
-    jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked)
+    jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked, ranked)
     for narrow, wide, (best, sims) in _covers(jobs, cover_threads() if threads is None else threads):
         for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
             if j >= 0:
@@ -123,17 +128,35 @@ def absorption_candidates(
     return found
 
 
+def best_of(narrow: np.ndarray, sides: Sequence[Side], threshold: float, narrow_expiry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per row of `narrow`, the rank of its best match over every side and that cosine (-1 and -inf: none).
+
+    `best_cover` against each side in turn: the most similar row wins, and of equally similar
+    ones the lower rank, as one `best_cover` over all sides' rows in rank order would choose.
+    """
+    best = np.full(len(narrow), -1, dtype=np.int64)
+    sims = np.full(len(narrow), -np.inf, dtype=np.float32)
+    for ranks, rows, expiries in sides:
+        j, s = best_cover(narrow, rows, threshold, narrow_expiry, expiries)
+        hit = j >= 0
+        r = np.where(hit, ranks[np.maximum(j, 0)], -1)
+        better = hit & ((s > sims) | ((s == sims) & (r < best)))
+        best[better], sims[better] = r[better], s[better]
+    return best, sims
+
+
 def _cover_jobs(
     index: VectorIndex,
     groups: dict[PartitionKey, list[NoteRecord]],
     by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]],
     live: dict[PartitionKey, list[NoteRecord]],
-    side: Callable[[PartitionKey], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    side: Callable[[PartitionKey], Side],
     vectors: dict[PartitionKey, PartitionVectors],
     rows: dict[PartitionKey, dict[str, int]],
     revoked: set[str],
+    ranked: list[NoteRecord],
 ) -> Iterator[tuple[list[NoteRecord], list[NoteRecord], tuple]]:
-    """Yield, per group of user partitions with the same targets, its notes, their targets and `best_cover`'s arguments."""
+    """Yield, per group of user partitions with the same targets, its notes, the target notes by rank and `best_of`'s arguments."""
     for targets, keys in by_targets.items():
         narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
         if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
@@ -142,41 +165,37 @@ def _cover_jobs(
         vector_of: Callable[[str], np.ndarray]
         if len(models) == 1:
             model = models.pop()
-            # the same rows np.vstack of each note's row would give, in the same order
-            ranks, matrices, expiries = zip(*(side(t) for t in targets))
-            order = np.argsort(np.concatenate(ranks), kind="stable")
-            notes_in = list(chain.from_iterable(live[t] for t in targets))
-            wide = [notes_in[i] for i in order.tolist()]
-            b, b_expiry = np.concatenate(matrices)[order], np.concatenate(expiries)[order]
+            wide, sides = ranked, [side(t) for t in targets if live[t]]
             vector_of = partial(_partition_row, vectors, rows, {n.id: k for k in keys for n in vectors[k].notes})
         else:  # the partitions disagree on the model: compare both sides in the compute embedder's
             model = index.compute.name
             wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
             vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
             b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([expiry(n) for n in wide])
+            sides = [(np.arange(len(wide), dtype=np.int64), b, b_expiry)]
         # every narrower partition of the group in one product: a row's best match does not depend on the rows beside it
         narrow = list(chain.from_iterable(narrow_by_key.values()))
         a = np.vstack([vector_of(n.id) for n in narrow])
-        yield narrow, wide, (a, b, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]), b_expiry)
+        yield narrow, wide, (a, sides, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]))
 
 
 def _covers(ask: Iterable[tuple[Any, Any, tuple]], threads: int) -> Iterator[tuple[Any, Any, tuple[np.ndarray, np.ndarray]]]:
-    """Yield (narrow, wide, `best_cover`'s result) for each job of `ask`, in order, computed on up to `threads` threads.
+    """Yield (narrow, wide, `best_of`'s result) for each job of `ask`, in order, computed on up to `threads` threads.
 
     numpy multiplies outside the GIL, and every product runs on one BLAS thread (`single_thread`)
     whichever thread asks for it, so the results are those of one thread: only the wall time
-    changes. At most `threads` jobs are ahead of the one handed back (each holds its wide
-    side: an agent-wide partition's matrix), and the next jobs are prepared while they run.
+    changes. At most `threads` jobs are ahead of the one handed back, and the next jobs are
+    prepared while they run.
     """
     if threads <= 1:
         for narrow, wide, job in ask:
-            yield narrow, wide, best_cover(*job)
+            yield narrow, wide, best_of(*job)
         return
     pool = ThreadPoolExecutor(threads, thread_name_prefix="memctl-cover")
     ahead: deque[tuple[Any, Any, Future]] = deque()
     try:
         for narrow, wide, job in ask:
-            ahead.append((narrow, wide, pool.submit(best_cover, *job)))
+            ahead.append((narrow, wide, pool.submit(best_of, *job)))
             while len(ahead) > threads:
                 narrow, wide, done = ahead.popleft()
                 yield narrow, wide, done.result()
