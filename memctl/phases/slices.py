@@ -17,6 +17,7 @@ in upper and lower case, dashed or not), so a partition is never cut in two.
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Callable, Optional
@@ -68,10 +69,12 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
 
 def between_slices(slices: list[PhaseContext]) -> None:
     """After a slice of several: empty the memoised analyses of its texts (bounded for speed, not
-    memory: a few hundred MB when full), so they are not carried into the next slice."""
+    memory: a few hundred MB when full), so they are not carried into the next slice, and collect
+    its cyclic garbage."""
     if len(slices) > 1:
         text.forget()
         temporal.forget()
+        gc.collect()  # the slice's cyclic garbage, which a run collects rarely otherwise (memctl/heap.py)
 
 
 def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
