@@ -253,7 +253,11 @@ class Triage:
 
 def reply_check(judge: Judge, questions: Sequence[Question], valid: Check) -> Check:
     """Return the check every reply must pass: it copies no example of the prompt, and the phase's `valid`."""
-    examples = {kind: examples_for(judge, kind) for kind in {q.kind for q in questions}}
+    return _check({kind: examples_for(judge, kind) for kind in {q.kind for q in questions}}, valid)
+
+
+def _check(examples: Mapping[str, Any], valid: Check) -> Check:
+    """Return `reply_check`'s check over the prompts' `examples` by kind (thread-safe while `examples` only grows)."""
 
     def check(question: Question, reply: BaseModel) -> Optional[str]:
         return copied_example(examples[question.kind], reply.model_dump(mode="json"), question.inputs) or valid(question, reply)
@@ -342,7 +346,9 @@ class Asking:
         self.answers: list[Optional[Answer]] = []
         self.stats = AskStats()
         self.sorted_out = Triage([], {}, set(), {}, [], [])
-        self.examples: dict[str, Any] = {}
+        self.examples: dict[str, Any] = {}  # the prompts' examples by kind, read as kinds are first sent
+        #: why a reply cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)
+        self.check = _check(self.examples, valid)
         self.held: list[list[Question]] = []  # submissions not sorted out yet
         self.held_questions = 0
         self.quiet = False  # the last questions sorted out needed no request
@@ -362,10 +368,6 @@ class Asking:
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         if not self.closed:
             self._close(isinstance(exc, RunStopped))
-
-    def check(self, question: Question, reply: BaseModel) -> Optional[str]:
-        """Return why `reply` cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)."""
-        return copied_example(self.examples[question.kind], reply.model_dump(mode="json"), question.inputs) or self.valid(question, reply)
 
     def submit(self, questions: Sequence[Question]) -> None:
         """Add `questions` (answered in this order after those submitted before) and send their requests."""
