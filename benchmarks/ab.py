@@ -24,7 +24,9 @@ executed (an executemany is one; each is at least one round trip on PostgreSQL),
 peak RSS, and after
 the last dream a digest of the resulting notes (ID, Status, ConsolidatedIntoNoteID, Note), so
 two checkouts can be shown to make the same changes. `--profile FILE` runs the first dream
-under cProfile and writes its stats to FILE (read them with `python -m pstats FILE`).
+under cProfile and writes its stats to FILE (read them with `python -m pstats FILE`);
+`--llm-log FILE` writes every LLM request (when its reply came, how long it took) and prints
+each dream's start time, to place the LLM rounds on the dream's clock.
 """
 
 from __future__ import annotations
