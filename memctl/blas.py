@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import threading
 from contextlib import contextmanager
 from functools import lru_cache
+
+from memctl.shared import SharedSetting
 from typing import Any, Iterator, Optional
 
 #: (get, set) symbol pairs of the OpenBLAS builds numpy ships or links
@@ -32,9 +33,6 @@ _SYMBOLS = [
     ("openblas_get_num_threads", "openblas_set_num_threads"),
 ]
 
-_lock = threading.Lock()
-_depth = 0
-_saved: Optional[int] = None
 
 
 @lru_cache(maxsize=1)
@@ -61,25 +59,16 @@ def _controls() -> Optional[tuple[Any, Any]]:
     return None
 
 
+_threads = SharedSetting()
+
+
 @contextmanager
 def single_thread() -> Iterator[None]:
     """Run the block with numpy's OpenBLAS on one thread (nested and concurrent uses share one setting)."""
-    global _depth, _saved
     controls = _controls()
     if controls is None:
         yield
         return
     get, put = controls
-    with _lock:
-        if _depth == 0:
-            _saved = get()
-            if _saved != 1:
-                put(1)
-        _depth += 1
-    try:
+    with _threads.held(get, put, lambda _: 1):
         yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _saved is not None and _saved != 1:
-                put(_saved)

@@ -17,33 +17,23 @@ share one setting, put back when the last one ends.
 from __future__ import annotations
 
 import gc
-import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional
+
+from memctl.shared import SharedSetting
 
 #: the thresholds in force during a run (generation 0, 1, 2)
 RUN_THRESHOLDS = (100_000, 50, 100)
 
-_lock = threading.Lock()
-_depth = 0
-_saved: Optional[tuple[int, ...]] = None
+_thresholds = SharedSetting()
 
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Run the block with `RUN_THRESHOLDS`, unless the thresholds are already higher (or the collector is off)."""
-    global _depth, _saved
-    with _lock:
-        if _depth == 0:
-            _saved = gc.get_threshold()
-            if _saved[0] and _saved[0] < RUN_THRESHOLDS[0]:
-                gc.set_threshold(*RUN_THRESHOLDS)
-        _depth += 1
-    try:
+    with _thresholds.held(gc.get_threshold, lambda t: gc.set_threshold(*t), _run_thresholds):
         yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _saved is not None:
-                gc.set_threshold(*_saved)
-                _saved = None
+
+
+def _run_thresholds(current: tuple[int, ...]) -> Optional[tuple[int, ...]]:
+    return RUN_THRESHOLDS if current[0] and current[0] < RUN_THRESHOLDS[0] else None
