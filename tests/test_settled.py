@@ -157,7 +157,8 @@ def test_settled_partitions_are_never_read_with_their_vectors_and_changed_ones_a
     assert columns and not any('"EmbeddingVector"' in c for c in columns[:1])  # the planning load reads no vector text
     vector_reads = [s for s in statements if re.match(r'SELECT \S*"AIAgentNote"\."ID", \S*"AIAgentNote"\."EmbeddingVector" \nFROM', s)]
     assert len(vector_reads) == 1 and " IN " in vector_reads[0]  # Alice's three notes by ID, never Bob's
-    assert vector_reads[0].count("?") + vector_reads[0].count("%(") == 3
+    spellings = 4 if db.backend == "sqlite" else 1  # on SQLite each ID in every spelling a GUID may be stored in
+    assert vector_reads[0].count("?") + vector_reads[0].count("%(") == 3 * spellings
 
 
 # --- contradictions ---------------------------------------------------------------------------
