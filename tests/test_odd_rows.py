@@ -300,3 +300,16 @@ def test_sqlite_an_agent_run_sees_the_agent_s_notes_in_every_spelling_of_its_id(
     [new] = created_notes(db)
     assert sorted(json.loads(new["DerivedFromNoteIDs"])) == sorted(sources)
     assert [store.status(n) for n in sources] == ["Revoked"] * 3
+
+
+def test_sqlite_naming_an_agent_row_stored_in_sql_servers_spelling_says_so(sqlite_db: Db) -> None:
+    """Its runs cannot be recorded under it (SQLite compares the foreign key as text): the error says why, not "not in the table"."""
+    from memctl.errors import ConfigError
+
+    db = sqlite_db
+    manager = Store(db.engine).agent("Memory Manager")
+    respell(db, "AIAgent", manager)
+    with pytest.raises(ConfigError, match="stored as '" + SQL_SERVER_SPELLING(manager)):
+        api.dream(at(db.settings, NOW, agent_id=manager), force=True, engine=db.engine)
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(m.run)).scalar() == 0
