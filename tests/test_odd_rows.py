@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +313,17 @@ def test_sqlite_naming_an_agent_row_stored_in_sql_servers_spelling_says_so(sqlit
         api.dream(at(db.settings, NOW, agent_id=manager), force=True, engine=db.engine)
     with db.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(m.run)).scalar() == 0
+
+
+def test_sqlite_a_run_s_report_shows_the_text_of_a_note_whose_id_is_stored_in_sql_servers_spelling(sqlite_db: Db) -> None:
+    db = sqlite_db
+    store = Store(db.engine)
+    note = store.note("Prefers the old invoice address.", AgentID=store.agent(), ExpiresAt=NOW - timedelta(days=3))
+    respell(db, "AIAgentNote", note)
+    report = api.dream(at(db.settings, NOW), force=True, engine=db.engine)
+    assert report.exit_code == 0, report.message
+    # the report of the recorded run reads the texts back by ID
+    from memctl.preview import run_entries
+
+    texts = {r.id.lower(): r.text for entries in run_entries(db.engine, report.run_id).values() for e in entries for r in e.records}
+    assert texts.get(note.lower()) == "Prefers the old invoice address."
