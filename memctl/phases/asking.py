@@ -341,7 +341,7 @@ class Asking:
         cacheable: Callable[[BaseModel], bool] = lambda r: True,
         eager: bool = True,
     ) -> None:
-        self.ctx, self.judge, self.reply_model, self.valid, self.cacheable, self.eager = ctx, judge, reply_model, valid, cacheable, eager
+        self.ctx, self.judge, self.reply_model, self.cacheable, self.eager = ctx, judge, reply_model, cacheable, eager
         self.questions: list[Question] = []
         self.answers: list[Optional[Answer]] = []
         self.stats = AskStats()

@@ -193,12 +193,9 @@ class ContradictionPhase:
         settings = ctx.settings
         snapshot = ctx.services.pop(SNAPSHOT, None)
         if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
-            slices = [ctx]
+            slices, lazy = [ctx], not snapshot.with_vectors
         else:  # a large scope is read agent by agent (memctl/phases/slices.py)
             slices = agent_slices(ctx)
-        if snapshot is not None:
-            lazy = not snapshot.with_vectors
-        else:
             lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
         under_review: Optional[set[tuple[str, str]]] = None
         found = _Found()
