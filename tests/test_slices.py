@@ -136,7 +136,11 @@ def test_the_text_analyses_of_a_slice_are_not_carried_into_the_next(sqlite_db: D
     from memctl.text import _MEMOISED
     from memctl.text.decide import NoteText
 
-    NoteText("Renews the plan every 3 months since last week.", lambda piece: temporal.normalise(piece, NOW))
+    from memctl.text import decide as decisions
+
+    first = NoteText("Renews the plan every 3 months since last week.", lambda piece: temporal.normalise(piece, NOW))
+    decisions.decide(first, NoteText("Renews the plan every 6 months."))
+    assert decisions._DECISIONS
     caches = [v for name in _MEMOISED for v in vars(import_module(f"memctl.text.{name}")).values() if isinstance(v, _lru_cache_wrapper)]
     caches.append(temporal._expressions)
     assert temporal._expressions.cache_info().currsize and sum(c.cache_info().currsize for c in caches)
@@ -145,3 +149,4 @@ def test_the_text_analyses_of_a_slice_are_not_carried_into_the_next(sqlite_db: D
     assert temporal._expressions.cache_info().currsize
     between_slices([ctx, ctx])
     assert sum(c.cache_info().currsize for c in caches) == 0
+    assert not decisions._DECISIONS

@@ -30,3 +30,4 @@ def forget() -> None:
         for value in vars(module).values():
             if isinstance(value, _lru_cache_wrapper):
                 value.cache_clear()
+    import_module(f"{__name__}.decide").forget_decisions()

@@ -166,6 +166,11 @@ _DECISIONS: dict[tuple[tuple[str, ...], tuple[str, ...]], Decision] = {}
 _DECISIONS_MAX = 131072
 
 
+def forget_decisions() -> None:
+    """Empty `decide`'s memo (memctl.text.forget: between slices of a large store)."""
+    _DECISIONS.clear()
+
+
 def _decide(a: NoteText, b: NoteText) -> Decision:
     if a.key == b.key:
         return Decision(SAME, "the same text", template=True)
