@@ -162,20 +162,21 @@ def _cover_jobs(
         if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
             continue
         models = {vectors[k].model for k in chain(keys, targets)}
-        vector_of: Callable[[str], np.ndarray]
+        # every narrower partition of the group in one product: a row's best match does not depend on the rows beside it
+        narrow = list(chain.from_iterable(narrow_by_key.values()))
         if len(models) == 1:
             model = models.pop()
             wide, sides = ranked, [side(t) for t in targets if live[t]]
-            vector_of = partial(_partition_row, vectors, rows, {n.id: k for k in keys for n in vectors[k].notes})
+            a = np.concatenate([
+                vectors[k].vectors[np.array([rows[k][n.id] for n in members], dtype=np.int64)] for k, members in narrow_by_key.items() if members
+            ])
         else:  # the partitions disagree on the model: compare both sides in the compute embedder's
             model = index.compute.name
             wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
-            vector_of = index.embed([*wide, *chain.from_iterable(narrow_by_key.values())]).__getitem__
+            vector_of = index.embed([*wide, *narrow]).__getitem__
             b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([expiry(n) for n in wide])
             sides = [(np.arange(len(wide), dtype=np.int64), b, b_expiry)]
-        # every narrower partition of the group in one product: a row's best match does not depend on the rows beside it
-        narrow = list(chain.from_iterable(narrow_by_key.values()))
-        a = np.vstack([vector_of(n.id) for n in narrow])
+            a = np.vstack([vector_of(n.id) for n in narrow])
         yield narrow, wide, (a, sides, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]))
 
 
@@ -336,8 +337,3 @@ def _absorption_case(get_judge: JudgeGetter, broader: NoteRecord, narrower: Note
 
 def _ask_absorption(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
     return get_judge().absorption(broader, narrower)
-
-
-def _partition_row(vectors: dict[PartitionKey, PartitionVectors], rows: dict[PartitionKey, dict[str, int]], home: dict[str, PartitionKey], note_id: str) -> np.ndarray:
-    key = home[note_id]
-    return vectors[key].vectors[rows[key][note_id]]
