@@ -15,6 +15,7 @@ from typing import Any, Self
 import numpy as np
 import pytest
 
+from memctl import helper as helper_process
 from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, stored, thresholds_for
 from memctl.embed.hashing import NAME as HASHING_NAME
 from memctl.embed.hashing import HashingEmbedder
@@ -208,7 +209,7 @@ def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pyte
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("no processes left")
 
-    monkeypatch.setattr(stored.subprocess, "Popen", broken)
+    monkeypatch.setattr(helper_process.subprocess, "Popen", broken)
     texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]"]
     got = decode_many(texts)
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0])
@@ -268,15 +269,15 @@ def test_a_program_without_a_main_guard_does_not_run_again_in_the_helper(tmp_pat
 def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
     """An interpreter embedded in another program (uWSGI, a frozen app) has no Python to start."""
     for executable in ("/usr/bin/uwsgi", "", "/opt/app/server"):
-        monkeypatch.setattr(stored.sys, "executable", executable)
+        monkeypatch.setattr(helper_process.sys, "executable", executable)
         assert not stored._runnable_python()
-    monkeypatch.setattr(stored.subprocess, "Popen", lambda *a, **k: pytest.fail("started a helper"))
+    monkeypatch.setattr(helper_process.subprocess, "Popen", lambda *a, **k: pytest.fail("started a helper"))
     got = decode_many(["[0.5,0.25]", "[1e400]", "[2.0]"])
     assert got[1] is None and np.array_equal(got[0], [0.5, 0.25])
     for executable in ("/usr/bin/python3", "/venv/bin/python3.11", "/usr/bin/pypy3"):
-        monkeypatch.setattr(stored.sys, "executable", executable)
+        monkeypatch.setattr(helper_process.sys, "executable", executable)
         assert stored._runnable_python(), executable
-    monkeypatch.setattr(stored.os, "name", "nt")  # select() cannot wait on a pipe there
+    monkeypatch.setattr(helper_process.os, "name", "nt")  # select() cannot wait on a pipe there
     assert not stored._runnable_python()
 
 
@@ -484,7 +485,7 @@ def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyP
         raise Stop()
 
     monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
-    monkeypatch.setattr(stored.subprocess, "Popen", recording)
+    monkeypatch.setattr(helper_process.subprocess, "Popen", recording)
     previous = signal.signal(signal.SIGALRM, on_alarm)
     began = time.monotonic()
     try:
@@ -583,7 +584,7 @@ def test_a_feed_given_up_ends_its_helpers(monkeypatch: pytest.MonkeyPatch, helpe
         with stored_vectors(ctx).feed() as feed:
             for note in notes[:10]:
                 feed.add(note.id, note.embedding_vector)
-            helpers = [decoding.helper for _, decoding in feed._running]
+            helpers = [decoding.helper.process for _, decoding in feed._running]
             assert helpers and all(h is not None and h.poll() is None for h in helpers)
             raise RuntimeError("the read failed")
     assert all(h.poll() is not None for h in helpers) and feed._running == []

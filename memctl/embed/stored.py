@@ -10,18 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import pickle
-import re
-import select
-import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+
+from memctl.helper import Helper, cpus, read_items, runnable_python, serve_code
 
 try:  # parses a stored vector's JSON about four times faster than json (27 against 120 us for 384 floats)
     import orjson as _orjson
@@ -136,41 +131,21 @@ class Decoding:
     this process; a stop (a signal, the run's deadline) while waiting for it ends it at once,
     and so does `close()`.
 
-    The helper is this Python running only `_serve`, with this process's module search path
-    (not multiprocessing's spawn, which runs the calling program's main module again in the
-    child: a script that calls memctl.api without a `__main__` guard would start a second dream
-    there). Its reply is plain lengths and floats, never unpickled. Not in a frozen executable or
-    an interpreter embedded in another program, whose executable is not a Python to run, and not
-    off POSIX (the reply is waited for with poll() on a pipe).
+    The helper runs only `_serve` (`memctl.helper`: not multiprocessing's spawn, POSIX only);
+    its reply is plain lengths and floats, never unpickled.
     """
 
     def __init__(self, texts: Sequence[str], share: float = HELPER_SHARE) -> None:
         self.texts = list(texts)
         self.cut = 0  # the texts before it are the helper's
-        self.helper: Optional[subprocess.Popen] = None
-        self.feeder: Optional[threading.Thread] = None
+        self.helper: Optional[Helper] = None
         if len(self.texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
             return
         cut = int(len(self.texts) * share)
-        try:
-            self.helper = subprocess.Popen(
-                [sys.executable, "-c", HELPER_CODE, *(p for p in sys.path if isinstance(p, str))],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
-            )
-        except OSError:
-            return
-        # A thread writes the texts while this process goes on, a pickle of FEED_TEXTS texts at a
-        # time (the helper decodes each as it arrives), each in one call, which waits for the pipe
-        # without the GIL: a write per pickle frame would wait for the GIL thousands of times
-        # behind a decoding loop (14 s instead of 10 s for 100k texts). The reply is read once
-        # this process's part is done, for the same reason.
-        feeder = threading.Thread(target=_feed, args=(self.helper.stdin, self.texts[:cut]), name="memctl-decode-feed", daemon=True)
-        try:
-            feeder.start()
-        except RuntimeError:  # no thread left: decode it all here
-            self.close()
-            return
-        self.feeder, self.cut = feeder, cut
+        # a pickle of FEED_TEXTS texts at a time, the helper decoding each as it arrives
+        helper = Helper(HELPER_CODE, self.texts[:cut], FEED_TEXTS, "memctl-decode-feed")
+        if helper.running:
+            self.helper, self.cut = helper, cut
 
     def result(self) -> list[Optional[np.ndarray]]:
         """Decode this process's part, collect the helper's (or decode it here), end the helper."""
@@ -178,11 +153,9 @@ class Decoding:
         try:
             began = time.monotonic()
             rest = [decode_stored(t) for t in self.texts[self.cut :]]
-            if self.helper is not None and self.feeder is not None:
-                try:
-                    helped = _unpack(_read_all(self.helper, time.monotonic() + max(HELPER_GRACE_MIN, 2 * (time.monotonic() - began))), self.cut)
-                except (OSError, ValueError):  # the pipe could not be waited on or read
-                    helped = None
+            if self.helper is not None:
+                reply = self.helper.reply(time.monotonic() + max(HELPER_GRACE_MIN, 2 * (time.monotonic() - began)))
+                helped = None if reply is None else _unpack(reply, self.cut)
         finally:
             self.close()
         if helped is None:
@@ -191,80 +164,22 @@ class Decoding:
 
     def close(self) -> None:
         """End the helper, if any (a stop while waiting, a helper that lingers, a caller that gives up)."""
-        helper, feeder, self.helper, self.feeder = self.helper, self.feeder, None, None
-        if helper is None:
-            return
-        if helper.poll() is None:
-            helper.kill()
-        try:
-            helper.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (helper.stdin, helper.stdout):
-            try:
-                stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-        if feeder is not None:
-            feeder.join(5)  # ended: its pipe is broken once the helper is gone
+        helper, self.helper = self.helper, None
+        if helper is not None:
+            helper.close()
 
 
-#: what the helper process runs: argv[1:] is this process's module search path (sys.path)
-HELPER_CODE = "import sys; sys.path[:] = sys.argv[1:]; from memctl.embed.stored import _serve; _serve()"
-
-
-def _runnable_python() -> bool:
-    """Whether sys.executable is a Python interpreter this process may start a helper with."""
-    if getattr(sys, "frozen", False) or not sys.executable or os.name != "posix":  # poll() on pipes: POSIX only
-        return False
-    return re.fullmatch(r"(python|pypy)[0-9.]*", Path(sys.executable).name.lower()) is not None
-
-
-def _feed(stream: Any, texts: list[str]) -> None:
-    """Write the helper its texts, FEED_TEXTS to a pickle (a thread of this process); a helper
-    gone meanwhile ends it."""
-    try:
-        for start in range(0, len(texts), FEED_TEXTS):
-            view = memoryview(pickle.dumps(texts[start : start + FEED_TEXTS], protocol=pickle.HIGHEST_PROTOCOL))
-            while view:
-                view = view[stream.write(view):]  # an unbuffered pipe: one system call, the GIL released
-        stream.close()
-    except (OSError, ValueError):  # a broken pipe: the helper died or was ended
-        pass
-
-
-def _read_all(helper: subprocess.Popen, deadline: float) -> bytes:
-    """Read the helper's reply to its end, in steps that let a signal's handler run (a stop).
-
-    Ends when the pipe is closed, once the helper has exited and nothing more is waiting
-    (another process may hold a copy of the pipe's write end), or at `deadline` (time.monotonic):
-    a helper stuck for that long has its part decoded here.
-    """
-    chunks = []
-    fd = helper.stdout.fileno()  # type: ignore[union-attr]
-    waiter = select.poll()
-    waiter.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    while time.monotonic() < deadline:
-        if not waiter.poll(200):
-            if helper.poll() is not None and not waiter.poll(0):
-                return b"".join(chunks)
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-    return b""
+#: what the helper process runs (memctl/helper.py)
+HELPER_CODE = serve_code("memctl.embed.stored")
+_runnable_python = runnable_python
+_cpus = cpus
 
 
 def _serve() -> None:
     """The helper process: read lists of texts pickled on stdin until it ends, decoding each list
     as it arrives; then write every vector (`_pack`) on stdout."""
     vectors: list[Optional[np.ndarray]] = []
-    while True:
-        try:
-            texts = pickle.load(sys.stdin.buffer)
-        except EOFError:
-            break
+    for texts in read_items(sys.stdin.buffer):
         vectors.extend(decode_stored(t) for t in texts)
     out = sys.stdout.buffer
     out.write(_pack(vectors))
@@ -298,10 +213,3 @@ def _unpack(reply: bytes, count: int) -> Optional[list[Optional[np.ndarray]]]:
             out.append(values[start : start + n].astype(np.float32))  # a copy that owns its memory, in native order
             start += n
     return out
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
