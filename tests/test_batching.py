@@ -440,3 +440,42 @@ def test_the_plan_is_the_same_whatever_the_concurrency_and_the_order_replies_arr
     assert consolidation["output"]["batchRequests"] >= 1, "clusters of one partition share requests"
     assert plans[1] == plans[0] and plans[2] == plans[0]
     assert questions[1] == questions[0] and questions[2] == questions[0]
+
+
+def test_no_cluster_question_waits_while_the_wordings_are_read(db: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Questions held while every thread had a request waiting go out once the clusters are all
+    found, not after the wordings of the planned partitions are read (issue 25): when the first
+    wordings are read, nothing is held any longer."""
+    from memctl.phases import asking
+    from memctl.phases.consolidate import copies
+
+    build(db.engine, CorpusSpec(notes=700, agents=3, dim=384, seed=29, contradiction_share=0.04))
+    made: list[Any] = []
+    real_init = asking.Asking.__init__
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    held_then: list[int] = []
+    real_groups = copies.copy_groups
+
+    def reading(notes: Any, key_of: Any = None, **kwargs: Any) -> Any:
+        if key_of is not None and made and not held_then:  # the wordings, not the exact copies
+            held_then.append(made[0].held_questions)
+        return real_groups(notes, key_of) if key_of is not None else real_groups(notes)
+
+    held_ever: list[int] = []
+    real_submit = asking.Asking.submit
+
+    def submitting(self: Any, questions: Any) -> None:
+        real_submit(self, questions)
+        held_ever.append(self.held_questions)
+
+    monkeypatch.setattr(asking.Asking, "__init__", recording)
+    monkeypatch.setattr(asking.Asking, "submit", submitting)
+    monkeypatch.setattr("memctl.phases.consolidate.copy_groups", reading)
+    with LLMStub(RandomDelays(5, 0.2)) as stub:  # slow replies: every thread busy, later partitions' questions held
+        dry_run_plan(db, stub, tmp_path / "plan.json", llm_concurrency=2)
+    assert max(held_ever) > 0, "no question was ever held: the test shows nothing"
+    assert held_then == [0]

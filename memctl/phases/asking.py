@@ -380,6 +380,16 @@ class Asking:
             self._send()
         self._collect(self.pool.ready())
 
+    def flush(self) -> None:
+        """Send what is held now, and take the answers that came (a batch's leftovers then go out alone).
+
+        For a caller that has no more questions for a while: holding them for one read of the cache
+        would only keep them from the threads.
+        """
+        if self.held and self.eager:
+            self._send()
+        self._collect(self.pool.ready())
+
     def _send(self) -> None:
         """Sort out the held submissions in one read and send their requests, a submission's own."""
         judge, offset, out = self.judge, len(self.questions), self.sorted_out

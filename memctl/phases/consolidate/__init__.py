@@ -348,7 +348,13 @@ class ConsolidatePhase:
             # only notes of its cluster (and a new one), and credits only those.
             touched = {mu.record_id for unit in copy_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
             leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
-            wordings = {k: found for k, found in ((k, copy_groups(m, partial(wording, texts))) for k, m in leftover.items() if len(m) > 1) if found}
+            wordings: dict[PartitionKey, list[list[NoteRecord]]] = {}
+            key_of = partial(wording, texts)
+            for k, members in leftover.items():
+                asked.flush()  # the questions held go out, and a batch's leftovers, while the wordings are read
+                found = copy_groups(members, key_of) if len(members) > 1 else []
+                if found:
+                    wordings[k] = found
             more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS) if wordings else ([], set())
             part.attach = asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]

@@ -135,6 +135,11 @@ class ClusterQuestions:
         self.cases.extend(cases)
         self._asking.submit([c.question for c in cases])
 
+    def flush(self) -> None:
+        """No more clusters: send the questions held, and what a batch left to ask again alone (see `Asking.flush`)."""
+        if self._asking is not None:
+            self._asking.flush()
+
     def finish(self) -> Callable[[], None]:
         """Wait for every answer and judge each cluster by it, in the clusters' order.
 
