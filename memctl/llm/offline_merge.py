@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 from typing import Optional, Sequence
 
 from memctl.authority import authority
 from memctl.records import NoteRecord
 from memctl.temporal import find_relative, normalise
 from memctl.text.decide import CONFLICT, SAME, Decision, NoteText, compare
+from memctl.text.wordings import read_note
 from memctl.text.statement import Sentence, analyse, covers, split_sentences
 
 MAX_CONTENT_CHARS = 2000
@@ -51,7 +51,7 @@ def choose_type(ordered: Sequence[NoteRecord]) -> str:
 
 def note_text(note: NoteRecord) -> NoteText:
     """Return a note's analysed text, relative dates made absolute against its created date."""
-    return NoteText(note.note, partial(normalise, reference=note.created_at))
+    return read_note(note.note, note.created_at)
 
 
 def note_sentences(note: NoteRecord) -> list[Sentence]:

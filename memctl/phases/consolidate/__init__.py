@@ -70,6 +70,7 @@ from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.text.decide import NoteText
+from memctl.text.wordings import WordingKeys
 from memctl.vectors import VectorIndex, VectorStats, close_vectors
 
 NAME = "consolidate"
@@ -339,8 +340,10 @@ class ConsolidatePhase:
         for key in cluster_keys:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
-        # each partition's questions go out as soon as its clusters are known, while the next are clustered
-        with ClusterQuestions(ctx, get_judge, tally) as asked:
+        # each partition's questions go out as soon as its clusters are known, while the next are
+        # clustered; a helper process reads the planned partitions' notes for their wordings meanwhile
+        read = WordingKeys([n for k in planned if len(active.get(k, ())) > 1 for n in active[k]])
+        with ClusterQuestions(ctx, get_judge, tally) as asked, read:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
             # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
             # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are.
@@ -349,7 +352,7 @@ class ConsolidatePhase:
             touched = {mu.record_id for unit in copy_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
             leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
             wordings: dict[PartitionKey, list[list[NoteRecord]]] = {}
-            key_of = partial(wording, texts)
+            key_of = partial(read.key, here=partial(wording, texts))
             for k, members in leftover.items():
                 asked.flush()  # the questions held go out, and a batch's leftovers, while the wordings are read
                 found = copy_groups(members, key_of) if len(members) > 1 else []

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from functools import partial
 from typing import Any, Callable, Optional, Sequence
 
 from memctl.llm.base import Judge
@@ -19,9 +18,9 @@ from memctl.records import TIERS, NoteRecord, PartitionKey
 from memctl.similarity import pairs, stable_hash
 from memctl.store import models as m
 from memctl.store.changes import to_db_values
-from memctl.temporal import normalise
 from memctl.text.decide import NoteText, conflict
 from memctl.text.tokens import same_text_key
+from memctl.text.wordings import read_note
 from memctl.vectors import PartitionVectors
 
 TABLE = "AIAgentNote"
@@ -178,7 +177,7 @@ def expiry(note: NoteRecord) -> float:
 def analysed(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
     """Return the analysed text of `note` (relative dates made absolute against its created date), memoised."""
     if note.id not in texts:
-        texts[note.id] = NoteText(note.note, partial(normalise, reference=note.created_at))
+        texts[note.id] = read_note(note.note, note.created_at)
     return texts[note.id]
 
 
