@@ -141,6 +141,20 @@ def test_a_helper_that_answers_its_first_batch_then_hangs_gives_that_batch_only(
     assert taken == [7]
 
 
+def test_lines_past_the_last_batch_are_not_read(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
+    """A helper that answers every batch and then writes more lines: the batches' keys are used, the rest ignored."""
+    monkeypatch.setattr(
+        wordings, "HELPER_CODE", wordings.HELPER_CODE + "; sys.stdout.buffer.write(b'[[[\"x\"]]]\\n' * 5); sys.stdout.buffer.flush()"
+    )
+    notes = heldout_notes()[:21]
+    taken = answered_by_helper(monkeypatch)
+    with WordingKeys(notes) as read:
+        assert read._helper is not None
+        read._helper.process.wait(60)  # type: ignore[union-attr]
+        got = [read.key(n, lambda n: pytest.fail(f"read here: {n.id}")) for n in notes]
+    assert got == [here(n) for n in notes] and taken == [7, 7, 7]
+
+
 def test_a_note_changed_since_it_was_sent_is_read_here(helper_wanted: None) -> None:
     notes = heldout_notes()[:20]
     with WordingKeys(notes) as read:

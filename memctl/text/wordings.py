@@ -68,12 +68,13 @@ class WordingKeys:
         self._keys: Optional[dict[str, Key]] = {}
         self._sent: dict[str, tuple[str, Any]] = {}
         self._helper: Optional[Helper] = None
+        self._per = FEED_NOTES
         for n in notes:
             self._sent.setdefault(n.id, (n.note, n.created_at))
         if len(self._sent) < HELPER_MIN or cpus() < 2 or not runnable_python():
             self._sent = {}
             return
-        helper = Helper(HELPER_CODE, list(self._sent.values()), FEED_NOTES, "memctl-wordings-feed")
+        helper = Helper(HELPER_CODE, list(self._sent.values()), self._per, "memctl-wordings-feed")
         if helper.running:
             helper.drain()  # it answers batch by batch
             self._helper, self._keys = helper, None
@@ -93,7 +94,7 @@ class WordingKeys:
         return here(note)
 
     def close(self) -> None:
-        self.close_helper()
+        self._end_helper()
         if self._keys is None:
             self._keys = {}
 
@@ -101,7 +102,7 @@ class WordingKeys:
         if self._keys is not None:
             return self._keys
         ids = list(self._sent)
-        batches = [ids[i : i + FEED_NOTES] for i in range(0, len(ids), FEED_NOTES)]
+        batches = [ids[i : i + self._per] for i in range(0, len(ids), self._per)]  # as they were sent
         keys: dict[str, Key] = {}
         front, back = 0, len(batches)  # the helper answered the batches before `front`; this process, from `back` on
         pending = b""
@@ -112,7 +113,9 @@ class WordingKeys:
                 lines = (pending + got).split(b"\n")
                 pending = lines.pop()
                 for line in lines:
-                    found = _parsed(line, len(batches[front])) if front < back else []
+                    if front >= back:  # the rest is read here already
+                        break
+                    found = _parsed(line, len(batches[front]))
                     if found is None:  # not one key per note of its batch: nothing more is taken from it
                         ended = True
                         break
@@ -120,17 +123,17 @@ class WordingKeys:
                     front += 1
                 if ended:
                     helper = None
-                    self.close_helper()
+                    self._end_helper()
             if front < back:
                 back -= 1
                 for note_id in batches[back]:
                     text, created = self._sent[note_id]
                     keys[note_id] = wording_key(read_note(text, created))
-        self.close_helper()
+        self._end_helper()
         self._keys = keys
         return keys
 
-    def close_helper(self) -> None:
+    def _end_helper(self) -> None:
         helper, self._helper = self._helper, None
         if helper is not None:
             helper.close()
