@@ -162,14 +162,23 @@ def read_items(stream: Any) -> Any:
 
 
 def _feed(stream: Any, items: list[Any], per: int) -> None:
-    """Write the helper its items, `per` to a pickle (a thread of this process); a helper gone meanwhile ends it."""
+    """Write the helper its items, `per` to a pickle (a thread of this process); a helper gone meanwhile ends it.
+
+    An item that cannot be pickled ends the feed there: the helper answers what it was given
+    (its user does the rest), as it does when its input ends early for any other reason.
+    """
     try:
         for start in range(0, len(items), per):
             view = memoryview(pickle.dumps(items[start : start + per], protocol=pickle.HIGHEST_PROTOCOL))
             while view:
                 view = view[stream.write(view):]  # an unbuffered pipe: one system call, the GIL released
-        stream.close()
     except (OSError, ValueError):  # a broken pipe: the helper died or was ended
+        pass
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):  # not picklable
+        pass
+    try:
+        stream.close()
+    except (OSError, ValueError):
         pass
 
 

@@ -244,3 +244,22 @@ def test_a_dream_plans_the_same_with_the_helper_as_without(db: Db, monkeypatch: 
     assert len(revoked) == 3 and not [r for r in revoked if "Account" in r.Note], revoked  # one of each fact's two wordings
     assert all(SAME_WORDS in r.Comments for r in revoked), revoked
     assert no_helper_threads()
+
+
+def test_a_note_whose_date_cannot_be_sent_is_read_here(helper_wanted: None) -> None:
+    """A created date of a type pickle refuses (another application's row) ends the helper's input
+    there (the helper is not left waiting for the rest): the batches before it come from the helper, the rest is read here."""
+
+    class Odd(datetime):
+        def __reduce_ex__(self, protocol: Any) -> Any:
+            raise TypeError("cannot pickle this date")
+
+    notes = heldout_notes()[:21]
+    odd = Odd(2026, 3, 1, tzinfo=timezone.utc)
+    notes[10] = Written(notes[10].id, notes[10].note, odd)
+    with WordingKeys(notes) as read:
+        assert read._helper is not None
+        read._helper.process.wait(60)  # type: ignore[union-attr]  # its input ended early: it answered and left
+        got = [read.key(n, here) for n in notes]
+    assert got == [here(n) for n in notes]
+    assert no_helper_threads()
