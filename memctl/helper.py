@@ -4,9 +4,10 @@ The helper is this Python running one module's `_serve`, with this process's mod
 (not multiprocessing's spawn, which runs the calling program's main module again in the child: a
 script that calls memctl.api without a `__main__` guard would start a second dream there). A
 thread of this process writes it its items, pickled a batch at a time, while this process goes on;
-its reply is read once, in steps that let a stop (a signal, the run's deadline) end the wait, and
-is never unpickled: each user parses and checks it, and does the work itself when the helper
-cannot start, dies, hangs or answers anything else. Not in a frozen executable or an interpreter
+its reply is read once, in steps that let a stop (a signal, the run's deadline) end the wait
+(`reply`), or by a thread as it comes (`drain`, `available`), and is never unpickled: each user
+parses and checks it, and does the work itself when the helper cannot start, dies, hangs or
+answers anything else. Not in a frozen executable or an interpreter
 embedded in another program, whose executable is not a Python to run, and not off POSIX (the
 reply is waited for with poll() on a pipe).
 
@@ -68,7 +69,8 @@ class Helper:
             return
         # One write per pickle, which waits for the pipe without the GIL: a write per pickle
         # frame would wait for the GIL thousands of times behind this process's own work (14 s
-        # instead of 10 s for 100k stored vectors). The reply is read once, for the same reason.
+        # instead of 10 s for 100k stored vectors). For the same reason a reply is read once, or
+        # in chunks of up to 1 MiB by a thread that waits without the GIL (`drain`).
         feeder = threading.Thread(target=_feed, args=(self.process.stdin, list(items), per), name=name, daemon=True)
         try:
             feeder.start()
