@@ -1,7 +1,7 @@
 """Wording keys read by a helper process (memctl/text/wordings.py, issue 25).
 
 The helper runs the functions this process runs, on the same text and date: every key it gives
-is the one computed here, on the held-out sets' notes in fourteen languages with relative dates;
+is the one computed here, on the held-out sets' notes in eight languages with relative dates;
 a helper that cannot start, dies, hangs or answers nonsense changes no key and is never waited
 for; a dream plans the same with and without it.
 """
