@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import select
 import subprocess
 import sys
@@ -40,7 +39,8 @@ def runnable_python() -> bool:
     """Whether sys.executable is a Python interpreter this process may start a helper with."""
     if getattr(sys, "frozen", False) or not sys.executable or os.name != "posix":  # poll() on pipes: POSIX only
         return False
-    return re.fullmatch(r"(python|pypy)[0-9.]*", Path(sys.executable).name.lower()) is not None
+    # the file's name is an identifier, not text: "python", "python3", "python3.11", "pypy3"
+    return Path(sys.executable).name.lower().rstrip("0123456789.") in ("python", "pypy")
 
 
 def serve_code(module: str) -> str:
