@@ -21,9 +21,9 @@ import ctypes
 import importlib
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import Any, Iterator, Optional
 
 from memctl.shared import SharedSetting
-from typing import Any, Iterator, Optional
 
 #: (get, set) symbol pairs of the OpenBLAS builds numpy ships or links
 _SYMBOLS = [
@@ -32,7 +32,6 @@ _SYMBOLS = [
     ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
     ("openblas_get_num_threads", "openblas_set_num_threads"),
 ]
-
 
 
 @lru_cache(maxsize=1)

@@ -342,8 +342,8 @@ class ConsolidatePhase:
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
         # each partition's questions go out as soon as its clusters are known, while the next are
         # clustered; a helper process reads the planned partitions' notes for their wordings meanwhile
-        read = WordingKeys([n for k in planned if len(active.get(k, ())) > 1 for n in active[k]])
-        with ClusterQuestions(ctx, get_judge, tally) as asked, read:
+        wanted = [n for k in planned if len(active.get(k, ())) > 1 for n in active[k]]
+        with ClusterQuestions(ctx, get_judge, tally) as asked, WordingKeys(wanted) as read:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
             # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
             # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are.
