@@ -28,6 +28,9 @@ from memctl.records import NoteRecord, PartitionKey
 from memctl.text.decide import NoteText, absorption_veto
 from memctl.vectors import PartitionVectors, VectorIndex
 
+#: cosines closer than this are equal (a tie goes to the lower index or rank)
+TIE = np.float32(1e-6)
+
 #: rows per side of one block of the absorption matrix product
 BLOCK = 1024
 #: at most this many threads multiply absorption matrices (`cover_threads`)
@@ -56,7 +59,7 @@ def best_cover(
     Only pairs with cosine >= threshold whose broad row lives at least as long as the narrow
     one (expiry as timestamps, inf for never) count; rows without one get index -1. Both sides
     are unit rows. Blocks of rows against blocks of columns keep memory at block x block floats;
-    ties go to the lower column index.
+    ties (cosines within TIE) go to the lower column index.
     """
     n = len(narrow)
     best = np.full(n, -1, dtype=np.int64)
@@ -68,9 +71,11 @@ def best_cover(
             c1 = min(len(broad), c0 + block)
             s = narrow[r0:r1] @ broad[c0:c1].T
             s = np.where(broad_expiry[None, c0:c1] >= narrow_expiry[r0:r1, None], s, -np.inf).astype(np.float32)
-            j = np.argmax(s, axis=1)
+            # the first column within TIE of the row's best: a float32 product's last bits depend on
+            # where a column sits in the matrix, so exact equality would not find equal vectors equal
+            j = np.argmax(s >= s.max(axis=1, keepdims=True) - TIE, axis=1)
             v = s[np.arange(r1 - r0), j]
-            better = (v >= t) & (v > sims[r0:r1])
+            better = (v >= t) & (v > sims[r0:r1] + TIE)
             best[r0:r1][better] = j[better] + c0
             sims[r0:r1][better] = v[better]
     return best, sims
@@ -140,7 +145,7 @@ def best_of(narrow: np.ndarray, sides: Sequence[Side], threshold: float, narrow_
         j, s = best_cover(narrow, rows, threshold, narrow_expiry, expiries)
         hit = j >= 0
         r = np.where(hit, ranks[np.maximum(j, 0)], -1)
-        better = hit & ((s > sims) | ((s == sims) & (r < best)))
+        better = hit & ((s > sims + TIE) | ((np.abs(s - sims) <= TIE) & (r < best)))
         best[better], sims[better] = r[better], s[better]
     return best, sims
 
