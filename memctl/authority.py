@@ -1,7 +1,8 @@
 """The authority rule (FR-022): which of two conflicting notes is the current truth.
 
-Created more than 7 days apart: the newer one. Otherwise the more accessed one. Otherwise
-neither (a person decides: `memctl review`). Both LLM phases read it: the contradiction phase to
+As MemberJunction's own contradiction prompt orders it: created more than 7 days apart, the
+newer one; otherwise the higher ImportanceScore, where both notes have one; otherwise the more
+accessed one; otherwise neither (a person decides: `memctl review`). Both LLM phases read it: the contradiction phase to
 pick a winner, consolidation to check that a merged note keeps the value this rule keeps.
 """
 
@@ -27,11 +28,14 @@ class Authority:
 
 
 def authority(a: NoteRecord, b: NoteRecord) -> Optional[Authority]:
-    """Apply FR-022: newer by more than 7 days, else more accessed; None when neither decides."""
+    """Apply FR-022: newer by more than 7 days, else more important, else more accessed; None when neither decides."""
     gap = abs(a.created_at - b.created_at)
     if gap > SUPERSEDE_AFTER:
         newer, older = (a, b) if a.created_at > b.created_at else (b, a)
         return Authority(newer, older, f"the newer note (created {days(gap)} later)")
+    if a.importance_score is not None and b.importance_score is not None and a.importance_score != b.importance_score:
+        more, less = (a, b) if a.importance_score > b.importance_score else (b, a)
+        return Authority(more, less, f"the more important note (ImportanceScore {more.importance_score:g} vs {less.importance_score:g})")
     if a.access_count != b.access_count:
         more, less = (a, b) if a.access_count > b.access_count else (b, a)
         return Authority(more, less, f"the more used note (accessed {more.access_count} times vs {less.access_count})")

@@ -17,7 +17,12 @@ app.add_typer(review_app, name="review")
 @review_app.callback(invoke_without_command=True)
 @guarded
 def review_list(ctx: typer.Context, as_json: AsJson = False) -> None:
-    """List flagged, unresolved contradictions: both texts, created dates, access counts, reason."""
+    """List flagged, unresolved contradictions: both texts, created dates, importance, access counts, reason.
+
+    A pair is flagged when the authority rule cannot decide: created more than 7 days apart, the
+    newer note wins; otherwise the higher ImportanceScore, where both notes have one; otherwise
+    the higher AccessCount; otherwise a person decides here.
+    """
     if ctx.invoked_subcommand is not None:
         return
     items = api.review_list(_state().settings())
@@ -39,10 +44,12 @@ def review_list(ctx: typer.Context, as_json: AsJson = False) -> None:
             tags += [note.protection_tier] if note.protection_tier != "Standard" else []
             tags += [] if note.is_auto_generated else ["manual"]
             shown = f"  [{', '.join(tags)}]" if tags else ""
-            out.print(f"  {label} {note.id}  created {note.created_at:%Y-%m-%d}  accessed {note.access_count}x  {note.type}{shown}", markup=False)
+            importance = f"  importance {note.importance_score:g}" if note.importance_score is not None else ""
+            out.print(f"  {label} {note.id}  created {note.created_at:%Y-%m-%d}{importance}  accessed {note.access_count}x  {note.type}{shown}", markup=False)
             out.print(f"    {note.text}", markup=False)
         out.print(f"  settle: memctl review resolve {item.id} --keep A   |   --keep B   |   --dismiss (keep both)\n", markup=False)
     out.print(f"{len(items)} pair(s) awaiting review", markup=False)
+    out.print("(the rule that could not decide: newer by more than 7 days, else higher ImportanceScore where both have one, else higher AccessCount)", markup=False)
 
 
 @review_app.command("resolve")
