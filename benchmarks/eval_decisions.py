@@ -11,10 +11,9 @@ memctl/text/lexicon.py was frozen. The rules are asked exactly as the phases ask
   rules the offline judge merges with); an item is merged when its notes stay one group.
   merge precision = merged items that are same_fact or complementary (a merge that keeps both
   facts) / merged items; `strict` counts same_fact only. merge recall = same_fact items merged.
-- consolidation, with a model: the code's veto (`incompatibility(model=True)`: hard evidence,
-  subject names, a number or ID only one note holds against a name or number only the other
-  holds) splits the cluster before the model is asked. `model can merge` = same_fact items not vetoed
-  (the most a perfect model can merge); `vetoed` = different_subject items kept from the model.
+- with a model, no word rule splits a cluster or vetoes a verdict: the model quotes its
+  evidence and the quote checks decide. Those figures, for a correct and a wrong judge in one run
+  through the real phases, are benchmarks/eval_judges.py's.
 - contradictions, offline: the offline judge's verdict (`OfflineJudge.contradiction`) and the
   phase's guard (`verdict_guard`), as the phase applies them. conflict recall = value_change items
   the phase resolves (the newer kept, by the authority rule on the items' ages) or sends to
@@ -23,8 +22,8 @@ memctl/text/lexicon.py was frozen. The rules are asked exactly as the phases ask
   remove a fact: a note of a complementary or different_subject pair, or the newer value of a
   value_change (must be 0); a wording of a same_fact item revoked into another wording loses
   nothing and is counted apart (`paraphrases revoked`).
-- a wrong judge: every pair called a contradiction; `unsafe` = different_subject items the guard
-  lets the authority rule settle (must be 0).
+- a wrong offline verdict: every pair called a contradiction; `unsafe` = different_subject pairs
+  the offline guard (`verdict_guard`) lets the authority rule settle.
 
     python benchmarks/eval_decisions.py [--sets a,b] [--json PATH] [--show N]
 """
@@ -48,7 +47,7 @@ from memctl.llm.offline import OfflineJudge  # noqa: E402
 from memctl.llm.offline_merge import note_text  # noqa: E402
 from memctl.llm.replies import ContradictionReply  # noqa: E402
 from memctl.records import NoteRecord  # noqa: E402
-from memctl.text.decide import compatible_groups, incompatibility, verdict_guard  # noqa: E402
+from memctl.text.decide import compatible_groups, verdict_guard  # noqa: E402
 
 HELDOUT = ROOT / "benchmarks" / "heldout"
 LANGS = ("en", "de", "es", "fr", "zh", "ja", "ru", "ar")
@@ -86,11 +85,6 @@ def measure(items: list[dict[str, Any]]) -> dict[str, Any]:
             misses[f"{lang} merge recall"].append(f"{item['id']}: " + " | ".join(n.note for n in notes))
         if merged and kind in ("value_change", "different_subject"):
             misses[f"{lang} merge precision"].append(f"{item['id']}: " + " | ".join(n.note for n in notes))
-        # consolidation, with a model: the code's veto only
-        vetoed = any(incompatibility(texts[i], texts[j], model=True) for i, j in combinations(range(len(notes)), 2))
-        t[f"vetoed_{kind}"] += vetoed
-        if kind == "same_fact" and vetoed:
-            misses[f"{lang} model veto on same fact"].append(f"{item['id']}: " + " | ".join(n.note for n in notes))
         # contradictions: pairs of the item (two notes, except same_fact triples)
         for i, j in combinations(range(len(notes)), 2):
             a, b = notes[i], notes[j]
@@ -115,7 +109,7 @@ def measure(items: list[dict[str, Any]]) -> dict[str, Any]:
                 misses[f"{lang} conflict recall"].append(f"{item['id']}: {a.note} | {b.note} -> {reply.reason[:120]}")
             if reply.isContradiction and kind != "value_change" and action != "none":
                 misses[f"{lang} contradiction precision"].append(f"{item['id']} ({kind}, {action}): {a.note} | {b.note}")
-            # a wrong judge: the guard alone must keep different subjects from the authority rule
+            # a wrong offline verdict: the guard alone must keep different subjects from the authority rule
             if kind == "different_subject" and guard.action == "apply":
                 t["unsafe"] += 1
                 misses[f"{lang} unsafe under a wrong judge"].append(f"{item['id']}: {a.note} | {b.note}")
@@ -128,9 +122,9 @@ def _ratio(num: int, den: int) -> str:
 
 def table(result: dict[str, Any], name: str) -> str:
     rows = [f"### {name}", "",
-            "| lang | merge precision (strict) | merge recall | model can merge | different subjects vetoed | conflict recall "
-            "(resolved / review) | contradiction precision | wrong revocations (paraphrases revoked) | unsafe under a wrong judge |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "| lang | merge precision (strict) | merge recall | conflict recall "
+            "(resolved / review) | contradiction precision | wrong revocations (paraphrases revoked) | unsafe under a wrong verdict |",
+            "|---|---|---|---|---|---|---|"]
     for lang in LANGS:
         t = defaultdict(int, result["tally"].get(lang, {}))
         merged = sum(t[f"merged_{k}"] for k in ("same_fact", "value_change", "different_subject", "complementary"))
@@ -140,8 +134,6 @@ def table(result: dict[str, Any], name: str) -> str:
         rows.append(
             f"| {lang} | {_ratio(precise, merged)} ({_ratio(t['merged_same_fact'], merged)}) | "
             f"{_ratio(t['merged_same_fact'], t['items_same_fact'])} | "
-            f"{_ratio(t['items_same_fact'] - t['vetoed_same_fact'], t['items_same_fact'])} | "
-            f"{_ratio(t['vetoed_different_subject'], t['items_different_subject'])} | "
             f"{_ratio(found, t['pairs_value_change'])} ({t['revoke_value_change']} / {t['flag_value_change']}) | "
             f"{_ratio(t['revoke_value_change'] + t['flag_value_change'], called)} | {t['revoked_wrongly']} ({t['revoked_paraphrase']}) | "
             f"{t['unsafe']} |"

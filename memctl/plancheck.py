@@ -48,7 +48,7 @@ ACTION_TABLES = {
 }
 ACTION_VALUES = {
     "revoke": {"Status", "ConsolidatedIntoNoteID"}, "archive": {"Status"}, "annotate": set(), "check": set(),
-    "credit": {"AccessCount", "LastAccessedAt"}, "flag": {"NoteAID", "NoteBID", "Reason"},
+    "credit": {"AccessCount", "LastAccessedAt", "ConsolidationCount"}, "flag": {"NoteAID", "NoteBID", "Reason"},
 }
 TEXT_CAP = 8_000  # a Comments line, a flag's reason, a unit's reason
 
@@ -174,10 +174,12 @@ def _guarded_problem(mutation: Mutation, archive_statuses: frozenset[str] = froz
     if action == "credit":
         if tier == "Protected":
             return "the note is Protected (memctl only annotates it)"
-        for name in ("AccessCount", "LastAccessedAt"):
+        for name in ("AccessCount", "LastAccessedAt", "ConsolidationCount"):
             why = value_problem(m.note.c[name], values[name], None)
             if why:
                 return f"{name}: {why}"
+        if not isinstance(values["ConsolidationCount"], int) or values["ConsolidationCount"] < 1:
+            return "a credited note's ConsolidationCount is a count of at least 1"
     if action in ("revoke", "archive"):
         if tier == "Protected":
             return "the note is Protected"

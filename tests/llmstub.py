@@ -233,17 +233,60 @@ def default_responder(body: dict) -> dict:
     return answer_question(kind, notes_from_request(body))
 
 
+#: a word of any script, a katakana run, or one Han or hiragana character (what a quote is cut from)
+_QUOTE_TOKEN = re.compile(r"[\u30a0-\u30ff\u30fc]+|[\u3040-\u309f\u3400-\u9fff]|[^\W_\u3040-\u30ff\u3400-\u9fff]+")
+
+
+def _spans(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0).casefold(), m.start(), m.end()) for m in _QUOTE_TOKEN.finditer(text)]
+
+
+def common_quotes(texts: list[str]) -> Optional[list[str]]:
+    """Return, from each text, the verbatim span of the longest run of words all of them share (None: none shared).
+
+    The default responder's "subject" quote: a plausible stand-in for what a model would quote.
+    """
+    spans = [_spans(t) for t in texts]
+    words = [[w for w, _, _ in sp] for sp in spans]
+    first = words[0]
+    for width in range(len(first), 0, -1):
+        for i in range(len(first) - width + 1):
+            run = first[i:i + width]
+            at = []
+            for other in words[1:]:
+                j = next((j for j in range(len(other) - width + 1) if other[j:j + width] == run), None)
+                if j is None:
+                    break
+                at.append(j)
+            else:
+                starts = [i, *at]
+                return [t[sp[k][1]:sp[k + width - 1][2]] for t, sp, k in zip(texts, spans, starts)]
+    return None
+
+
 def answer_question(kind: str, data: Any) -> dict:
-    """Answer one question of `kind` about `data` (the notes the prompt shows for it)."""
+    """Answer one question of `kind` about `data` (the notes the prompt shows for it).
+
+    Every answer that would change the store quotes its evidence as memctl's prompts ask: the
+    longest run of words the notes share as each note's subject, the whole note as its value.
+    """
     if kind == "absorb":
         broader = " ".join(_words(data["broader"]["content"]))
         narrower = " ".join(_words(data["narrower"]["content"]))
         covered = bool(narrower) and narrower in broader
-        return {"isCovered": covered, "reason": "narrower text contained" if covered else "new facts", "confidence": 0.9}
+        shared = common_quotes([data["broader"]["content"], data["narrower"]["content"]]) if covered else None
+        return {
+            "subjectBroader": shared[0] if shared else "", "valueBroader": data["broader"]["content"] if shared else "",
+            "subjectNarrower": shared[1] if shared else "", "valueNarrower": data["narrower"]["content"] if shared else "",
+            "isCovered": covered, "reason": "narrower text contained" if covered else "new facts", "confidence": 0.9,
+        }
     if kind == "contradiction":
         a, b = (_words(n["content"]) for n in data[:2])
         negation = a != b and bool(_affirmative(a)) and _affirmative(a) == _affirmative(b)
+        shared = common_quotes([n["content"] for n in data[:2]]) if negation else None
         return {
+            "subjectA": shared[0] if shared else "", "valueA": data[0]["content"] if shared else "",
+            "subjectB": shared[1] if shared else "", "valueB": data[1]["content"] if shared else "",
             "isContradiction": negation,
             "contradictionType": "negation" if negation else "none",
             "reason": "same statement, one negated" if negation else "compatible statements",
@@ -260,12 +303,55 @@ def answer_question(kind: str, data: Any) -> dict:
             parts.append(text if text.endswith((".", "!", "?")) else text + ".")
     types = [n["type"] for n in notes]
     kind_of_note = max(types, key=types.count) if types else "Context"
+    shared = common_quotes([n["content"] for n in notes]) if len(notes) >= 2 else None
+    if shared is None:
+        return {"quotes": [], "shouldConsolidate": False, "consolidatedNote": None, "sourceNoteIds": [], "reason": "no subject in common"}
     return {
-        "shouldConsolidate": len(notes) >= 2,
+        "quotes": [{"id": n["id"], "subject": q, "value": n["content"]} for n, q in zip(notes, shared)],
+        "shouldConsolidate": True,
         "consolidatedNote": {"type": kind_of_note, "content": " ".join(parts), "confidence": 0.9},
         "sourceNoteIds": [n["id"] for n in notes],
         "reason": f"merged {len(notes)} notes on one topic",
     }
+
+
+def with_quotes(body: dict, content: dict) -> dict:
+    """Return `content` with the evidence quotes a model following memctl's prompts gives, where it has none.
+
+    Only an answer that would change the store quotes (a contradiction, a merge, a "covered"),
+    and only keys the answer lacks are added: the longest run of words the notes share as each
+    note's subject, the whole note as its value (`answer_question`'s quotes). A request of
+    several questions has each answer completed with its own question's notes.
+    """
+    kind = prompt_kind(body)
+    questions = questions_from_request(body)
+    if questions is None:
+        return _quoted(kind, notes_from_request(body), content)
+    if not isinstance(content.get("answers"), list):
+        return content
+    data = {q.get("item"): q.get("data") for q in questions}
+    answers = [_quoted(kind, data.get(a.get("item")), a) if isinstance(a, dict) else a for a in content["answers"]]
+    return {**content, "answers": answers}
+
+
+def _quoted(kind: str, data: Any, answer: dict) -> dict:
+    try:
+        if kind == "contradiction" and "subjectA" not in answer and answer.get("verdict", answer.get("contradictionType", "none")) != "none":
+            shared = common_quotes([n["content"] for n in data[:2]]) or ["", ""]
+            return {"subjectA": shared[0], "valueA": data[0]["content"], "subjectB": shared[1], "valueB": data[1]["content"], **answer}
+        if kind == "absorb" and "subjectBroader" not in answer and answer.get("isCovered") is True:
+            shared = common_quotes([data["broader"]["content"], data["narrower"]["content"]]) or ["", ""]
+            return {"subjectBroader": shared[0], "valueBroader": data["broader"]["content"],
+                    "subjectNarrower": shared[1], "valueNarrower": data["narrower"]["content"], **answer}
+        if kind == "consolidate" and "quotes" not in answer and answer.get("shouldConsolidate") is True:
+            by_id = {str(n["id"]).lower(): n for n in data}
+            chosen = [by_id[i.strip().lower()] for i in answer.get("sourceNoteIds", []) if isinstance(i, str) and i.strip().lower() in by_id]
+            shared = common_quotes([n["content"] for n in chosen]) if chosen else None
+            quotes = [{"id": n["id"], "subject": q, "value": n["content"]} for n, q in zip(chosen, shared or [])]
+            return {"quotes": quotes, **answer}
+    except (KeyError, TypeError, IndexError, AttributeError):
+        pass  # an answer about notes it was not asked about: leave it as scripted
+    return answer
 
 
 def hash_embedding(text: str, dim: int) -> list[float]:
@@ -308,8 +394,12 @@ class LLMStub:
         model: str = "stub-model",
         host: str = "127.0.0.1",
         port: int = 0,
+        quote: bool = True,
     ) -> None:
         self.responder = responder
+        #: fill in the evidence quotes memctl's prompts ask for where a scripted answer that would
+        #: change the store has none (`with_quotes`); False sends every answer exactly as scripted
+        self.quote = quote
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.rejected_formats = set(rejected_formats) | ({"json_schema"} if reject_json_schema else set())
@@ -430,6 +520,12 @@ class LLMStub:
             self._slot_cond.notify_all()
 
     def _next_chat_reply(self, body: Any) -> Reply:
+        reply = self._pick_chat_reply(body)
+        if self.quote and isinstance(reply.content, dict) and isinstance(body, dict):
+            return replace(reply, content=with_quotes(body, reply.content))
+        return reply
+
+    def _pick_chat_reply(self, body: Any) -> Reply:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return Reply.error(400, "stub: 'messages' is required")
         rf = body.get("response_format")

@@ -194,15 +194,24 @@ def test_a_synthesis_is_verified_on_hard_evidence_values_and_authority() -> None
     assert synthesis_problem("Account 17 uses the billing module by default.", sources, model=True) is None
     assert "loses 17" in (synthesis_problem("The account uses the billing module.", sources, model=True) or "")
     assert "names 18" in (synthesis_problem("Account 17 and 18 use the billing module.", sources, model=True) or "")
-    tom = [NoteText("Tom wants his reports weekly."), NoteText("Tom wants his reports monthly.")]
+    tom = [NoteText("Tom's budget is 5000 EUR."), NoteText("Tom's budget is 7000 EUR.")]
 
     def newer(i: int, j: int) -> int:
-        return 1  # the monthly note is the newer
+        return 1  # the 7000 EUR note is the newer
 
-    assert synthesis_problem("Tom wants his reports monthly.", tom, model=True, authority=newer) is None
-    assert "superseded" in (synthesis_problem("Tom wants his reports weekly.", tom, model=True, authority=newer) or "")
-    assert "conflicting values" in (synthesis_problem("Tom wants reports weekly. Tom wants reports monthly.", tom, model=True, authority=newer) or "")
-    assert "neither has authority" in (synthesis_problem("Tom wants his reports monthly.", tom, model=True, authority=lambda i, j: None) or "")
+    # two amounts of one budget are never merged away: the one left out is a number the synthesis loses
+    assert "loses 5000" in (synthesis_problem("Tom's budget is 7000 EUR.", tom, model=True, authority=newer) or "")
+    assert "loses 7000" in (synthesis_problem("Tom's budget is 5000 EUR.", tom, model=True, authority=newer) or "")
+    assert "Competing values" in (synthesis_problem("Tom's budget is 5000 EUR. Tom's budget is 7000 EUR.", tom, model=True, authority=newer) or "")
+    # a merged note that keeps the value the authority rule retires is refused, whoever wrote it
+    weekly = [NoteText("Tom wants his reports weekly."), NoteText("Tom wants his reports monthly.")]
+    for model in (False, True):
+        assert "superseded" in (synthesis_problem("Tom wants his reports weekly.", weekly, model=model, authority=newer) or "")
+    assert synthesis_problem("Tom wants his reports monthly.", weekly, model=True, authority=newer) is None
+    # a conflict read from the alignment of two wordings is a guess: it refuses the offline judge's merge, not a model's
+    slack = [NoteText("Contact Eli Moss by Slack first."), NoteText("Eli Moss's preferred channel is Slack.")]
+    assert "superseded" in (synthesis_problem("Contact Eli Moss by Slack first.", slack, model=False, authority=newer) or "")
+    assert synthesis_problem("Contact Eli Moss by Slack first.", slack, model=True, authority=newer) is None
 
 
 def test_same_text_key_ignores_case_spaces_and_sentence_stops_only() -> None:
@@ -224,42 +233,15 @@ def test_exclusive_sets_find_members_in_every_script() -> None:
     assert lexicon.clash(("metric",), ("metric",), False, False) is None
 
 
-def test_a_model_is_not_asked_to_merge_notes_that_each_name_what_the_other_does_not() -> None:
-    """A number or ID only one note holds, against a name or number only the other holds: two accounts' notes
-    may share every other word, so the code keeps them apart whatever the rules read of the rest."""
-    def kept_apart(a: str, b: str) -> bool:
-        return incompatibility(NoteText(a), NoteText(b), model=True) is not None
-
-    assert kept_apart("The timezone of Account 17 is EST.", "The timezone of Project Apollo is JST.")
-    assert kept_apart("The timezone of Account 17 is EST.", "The timezone of Order 5513 is JST.")
-    assert kept_apart("تجدد شركة 17 عقدها في أبريل.", "تجدد شركة ٥٥١٣ عقدها في يناير.")  # Arabic-Indic digits are numbers
-    # one note adds to the other, the model decides
-    assert not kept_apart("Account 7702 has a 30-day payment term.", "Invoices for account 7702 are due 30 days after issue.")
-    assert not kept_apart("Ticket 4410 is about SSO.", "Ticket 4410 is about SSO, reported at 09:00.")
-    assert not kept_apart("Der Kunde zahlt per Rechnung.", "Der Kunde zahlt per Rechnung mit Frist von 30 Tagen.")
-    assert not kept_apart("Account #4411 is billed monthly, on the 1st.", "Account 4411 is billed monthly on the 1st.")
-    assert not kept_apart("Le virement de 4 500 € vers le compte de M. Faure doit être validé par Claire.",
-                          "Claire doit valider le virement de 4 500 € vers le compte de M. Faure.")
-    # the same number or ID on both sides: words that differ around it are the model's to read...
-    assert not kept_apart("El pedido 40219 se envió con SEUR.", "El pedido 40219 efectivamente se envió con SEUR.")
-    # ...but two IDs, dates or codes that differ keep the notes apart, and a merged note may not hold two values
-    assert kept_apart("SKU 88-A is out of stock in the Leeds warehouse.", "SKU 88-B is out of stock in the Leeds warehouse.")
-    assert kept_apart("Die Lieferung vom 02.09.2024 war unvollständig.", "Die Lieferung vom 09.02.2024 war unvollständig.")
-    sources = [NoteText("Ticket #4821 is about SSO."), NoteText("Ticket #4821 is about webhooks.")]
-    assert synthesis_problem("Ticket #4821 is about SSO. Ticket #4821 is about webhooks.", sources, model=True)
-
-
 def test_a_german_common_noun_is_not_a_name_but_a_name_of_several_words_is() -> None:
     """German writes every noun with a capital: "Passwort" / "Kennwort" are two words for one thing."""
     assert analyse("Das Passwort für das VPN läuft alle 90 Tage ab.").names == frozenset()
     assert {"lorenz"} <= analyse("Frau Lorenz sucht eine Wohnung mit Aufzug.").names
     assert {"müller", "bau"} <= analyse("Die Müller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen.").names
     assert analyse("The Customer prefers email.").names == {"customer"}  # English: no change
-    kept_apart = incompatibility(NoteText("Das Passwort für das VPN läuft alle 90 Tage ab."),
-                                 NoteText("Das Kennwort für das VPN läuft alle 90 Tage ab."), model=True)
-    assert kept_apart is None  # the model decides
+    # offline, two firms' names keep their notes apart
     assert incompatibility(NoteText("Die Müller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."),
-                           NoteText("Die Möller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."), model=True)
+                           NoteText("Die Möller Bau GmbH zahlt Rechnungen innerhalb von 14 Tagen."))
 
 
 def test_an_address_in_any_script_is_one_email_token() -> None:

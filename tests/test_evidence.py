@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from memctl.text.evidence import DIFFERENT, HOLDS, UNSHOWN, Quoted, check, same_value, unfound
+from memctl.text.evidence import DIFFERENT, HOLDS, UNSHOWN, Quoted, check, same_value, unfound, values_apart
 
 
 def q(text: str, subject: str, value: str) -> Quoted:
@@ -105,3 +105,12 @@ def test_the_same_numbers_in_another_order_outside_the_values_are_different_subj
     # the same numbers in the same order are the subject both notes share
     a, b = "Account 17 of project 4 pays 500.", "Account 17 of project 4 pays 700."
     assert check((Quoted(a, "Account 17 of project 4", "500"), Quoted(b, "Account 17 of project 4", "700"))).holds
+
+
+def test_values_quoted_from_words_both_notes_share_are_not_apart() -> None:
+    a, b = "Quarterly review with Globex on 14 June is confirmed.", "Quarterly review with Globex on 14 July is confirmed."
+    assert not values_apart(Quoted(a, "on", "is confirmed"), Quoted(b, "on", "is"))
+    assert values_apart(Quoted(a, "Quarterly review with Globex", "14 June"), Quoted(b, "Quarterly review with Globex", "14 July"))
+    # a negation: the denying side's value holds the word the other lacks
+    a, b = "User wants email summaries.", "User no longer wants email summaries."
+    assert values_apart(Quoted(a, "User", "wants email summaries"), Quoted(b, "User", "no longer wants email summaries"))

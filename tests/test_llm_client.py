@@ -90,12 +90,13 @@ def test_happy_path_parses_reply_and_reports_usage(stub: LLMStub) -> None:
 def test_strict_schema_requires_every_key_and_forbids_extras() -> None:
     schema = strict_schema(ConsolidationReply)
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == {"shouldConsolidate", "consolidatedNote", "sourceNoteIds", "reason"}
+    assert schema["required"] == ["quotes", "shouldConsolidate", "consolidatedNote", "sourceNoteIds", "reason"]  # evidence first
+    assert set(schema["$defs"]["NoteQuotes"]["required"]) == {"id", "subject", "value"}
     nested = schema["$defs"]["ConsolidatedNote"]
     assert nested["additionalProperties"] is False and set(nested["required"]) == {"type", "content", "confidence"}
     assert "default" not in json.dumps(schema)
     verdict = strict_schema(ContradictionReply)
-    assert set(verdict["required"]) == {"verdict", "reason", "confidence"}
+    assert verdict["required"] == ["subjectA", "valueA", "subjectB", "valueB", "verdict", "reason", "confidence"]
     assert verdict["properties"]["verdict"]["enum"] == ["none", "competing_value", "negation", "temporal_supersession"]
     assert verdict["properties"]["confidence"] == {"type": "number", "minimum": 0.0, "maximum": 1.0}
     assert nested["properties"]["type"]["enum"] == ["Preference", "Constraint", "Context", "Example", "Issue"]

@@ -51,7 +51,8 @@ def test_a_500_naming_the_response_format_falls_back_to_json_object_with_the_sch
         assert [r.response_format_type for r in stub.chat_requests] == ["json_schema", "json_object", "json_object"]
         # the schema the server could not enforce is written into the prompt
         user = stub.chat_requests[1].message("user")
-        assert 'exactly these keys ("verdict": exactly one of "none", "competing_value", "negation", "temporal_supersession"; ' in user
+        assert 'exactly these keys ("subjectA": a string; "valueA": a string; "subjectB": a string; "valueB": a string; ' in user
+        assert '"verdict": exactly one of "none", "competing_value", "negation", "temporal_supersession"; ' in user
         assert '"confidence": a number from 0 to 1)' in user and "$defs" not in user
         assert judge.client.counters()["formatFallbacks"] == 1 and judge.client.counters()["retries"] == 0
 

@@ -30,9 +30,9 @@ from memctl.store import models as m
 from memctl.store.engine import write
 
 STATE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
-#: a note that absorbs notes of its fact takes their accesses (a "credit", issue 29): only then,
-#: and only as its change log says
-CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt")
+#: a note that absorbs notes of its fact takes their accesses and counts as consolidated (a "credit",
+#: issue 29): only then, and only as its change log says
+CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt", "ConsolidationCount")
 SYLLABLES = "ka lo mi ne ru sa te vo zu bra cle dri fro glu pla sti tro vex yam qui".split()
 # Four phrasings of one fact (the hashing embedder puts them at cosine >= 0.8), and one statement
 # with its negation: what the consolidate and contradictions phases, and the stub LLM, act on.

@@ -30,13 +30,14 @@ def note_data(note: NoteRecord) -> dict[str, Any]:
 
 
 def pair_data(note: NoteRecord) -> dict[str, Any]:
-    """Return what the contradiction prompt shows for `note`: no access count.
+    """Return what the contradiction prompt shows for `note`: no access count, its ImportanceScore (or None).
 
     Authority is decided in code, so the model does not need it, and leaving it out keeps a
     cached verdict valid while agents keep reading the notes (AccessCount changes on every read).
     """
     data = note_data(note)
     del data["accessCount"]
+    data["importanceScore"] = note.importance_score
     return data
 
 

@@ -1,7 +1,9 @@
 """Pydantic models of the JSON replies memctl asks an LLM (or the offline provider) for.
 
 Replies are untrusted input: they are parsed strictly here, and checked against the
-cluster or pair they answer for by the phase that asked. The schemas leave a weak model as
+cluster or pair they answer for by the phase that asked. A model's reply that would change the
+store quotes its evidence (the subject and value of each note, verbatim); the quotes are checked
+by memctl.text.evidence. The offline rules answer without quotes. The schemas leave a weak model as
 little room as possible: note types and verdicts are enums, confidences lie in 0..1, and a
 contradiction is ONE `verdict` field (a boolean plus a type could disagree with each other).
 """
@@ -39,9 +41,18 @@ class ConsolidatedNote(_Reply):
         return value
 
 
-class ConsolidationReply(_Reply):
-    """Answer to prompts/consolidate-notes.md."""
+class NoteQuotes(_Reply):
+    """A model's evidence from one note of a cluster: verbatim quotes of its subject and its value."""
 
+    id: str
+    subject: str = ""
+    value: str = ""
+
+
+class ConsolidationReply(_Reply):
+    """Answer to prompts/consolidate-notes.md. `quotes`: one entry per note the merge replaces (DESIGN 4)."""
+
+    quotes: list[NoteQuotes] = Field(default_factory=list)
     shouldConsolidate: bool
     consolidatedNote: Optional[ConsolidatedNote] = None
     sourceNoteIds: list[str] = Field(default_factory=list)
@@ -56,6 +67,11 @@ class ContradictionReply(_Reply):
     its two fields disagree the reply is invalid.
     """
 
+    #: verbatim quotes from note A (the first) and note B: the subject each is about, the value each states
+    subjectA: str = ""
+    valueA: str = ""
+    subjectB: str = ""
+    valueB: str = ""
     verdict: Verdict
     reason: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
@@ -88,6 +104,10 @@ class ContradictionReply(_Reply):
 class AbsorptionReply(_Reply):
     """Answer to prompts/absorb-note.md: does the broader note state every fact of the narrower one."""
 
+    subjectBroader: str = ""
+    valueBroader: str = ""
+    subjectNarrower: str = ""
+    valueNarrower: str = ""
     isCovered: bool
     reason: str = ""
     confidence: float = Field(ge=0.0, le=1.0)

@@ -16,9 +16,11 @@ gets judged once instead of the same top pairs every night. A pair whose reply w
 left as it is and paused (asked again after a growing pause, memctl/phases/asking.py); while
 paused it is not asked and does not count against `max_pairs`.
 
-The judge only classifies; authority is decided here (FR-022): notes created more than 7 days
-apart -> the newer wins; otherwise the higher AccessCount wins; otherwise both are kept and the
-pair is flagged for review. A loser memctl must not revoke (Protected, Immutable or manual) is
+The judge only classifies; authority is decided here (FR-022, memctl/authority.py): notes created
+more than 7 days apart -> the newer wins; otherwise the higher ImportanceScore, where both have
+one; otherwise the higher AccessCount; otherwise both are kept and the pair is flagged for review.
+A model's verdict is applied only when its quotes hold (memctl/text/evidence.py): the same
+subject in both notes, every number or ID in which they differ inside the quoted values. A loser memctl must not revoke (Protected, Immutable or manual) is
 flagged too. A flag is a planned unit like a revocation (a `flag` mutation of memctl_review
 guarded by `check`s of both notes), so a dry-run writes nothing and a saved plan raises it when
 applied. Nothing in a reply can pick the loser: the reply has no note IDs, and one that names a
@@ -52,7 +54,7 @@ from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
-from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, load_notes, note_guard, refreshed, with_vectors
+from memctl.phases.notes import SNAPSHOT, by_partition, consolidatable, is_new, load_notes, note_guard, refreshed, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
@@ -63,6 +65,7 @@ from memctl.similarity import pairs
 from memctl.store import models as m
 from memctl.store.engine import read
 from memctl.text.decide import Guard, verdict_guard
+from memctl.text.evidence import DIFFERENT, Quoted, check, same_value, unfound, values_apart
 from memctl.vectors import VectorIndex
 
 NAME = "contradictions"
@@ -124,21 +127,30 @@ def review_id(a: str, b: str) -> str:
     return str(uuid.uuid5(REVIEW_NS, f"{low}:{high}"))
 
 
-def is_new(note: NoteRecord, since: Optional[datetime]) -> bool:
-    """Return whether `note` was created or changed after `since` (everything is new without one)."""
-    return since is None or note.created_at > since or note.updated_at > since
-
-
 def foreign_ids(raw: Optional[str], pair: Candidate) -> set[str]:
     """Return the UUIDs a reply names that are neither of the pair's notes nor quoted from them."""
     return ids_outside(raw, [(n.id, n.note) for n in (pair.a, pair.b)])
 
 
 def reply_problem(question: Question, reply: Any) -> Optional[str]:
-    """Return why a parsed reply cannot be used, or None."""
+    """Return why a parsed reply cannot be used, or None (the offline rules' replies quote nothing)."""
     if not isinstance(reply, ContradictionReply):
         return f"not a contradiction reply ({type(reply).__name__})"
     return None
+
+
+def model_reply_problem(question: Question, reply: Any) -> Optional[str]:
+    """Return why a model's reply cannot be used, or None: a contradiction must quote its evidence from both notes."""
+    problem = reply_problem(question, reply)
+    if problem is None and reply.isContradiction:
+        a, b = question.inputs
+        return unfound(quotes_of(a["content"], b["content"], reply), ("note A", "note B"))
+    return problem
+
+
+def quotes_of(a: str, b: str, reply: ContradictionReply) -> tuple[Quoted, Quoted]:
+    """Return the model's quotes from the pair's two notes (`a`, `b`: the texts the model was shown)."""
+    return Quoted(a, reply.subjectA, reply.valueA), Quoted(b, reply.subjectB, reply.valueB)
 
 
 def _vetter(pair: Candidate) -> Any:
@@ -170,6 +182,8 @@ class Tally:
     duplicates: int = 0
     #: verdicts between notes that name different subjects: never applied
     vetoed: int = 0
+    #: a model's verdicts whose quoted subjects are not the same words: not applied
+    unproven: int = 0
     veto_reasons: list[str] = field(default_factory=list)
     distrusted: int = 0
     distrust_reason: str = ""
@@ -253,11 +267,13 @@ class ContradictionPhase:
         chosen, left = self._select(ctx, judge, questions)
         plan.input["pairsToAnalyse"] = len(chosen)
         plan.input["maxPairs"] = pair_budget(ctx, judge)
-        answers, stats = ask_all(ctx, judge, [questions[i] for i in chosen], ContradictionReply, valid=reply_problem)
+        model = not getattr(judge, "rules", False)
+        valid = model_reply_problem if model else reply_problem
+        answers, stats = ask_all(ctx, judge, [questions[i] for i in chosen], ContradictionReply, valid=valid)
         answered = dict(zip(chosen, answers, strict=True))
 
         tally = Tally()
-        plan.units = self._units(ctx, [(candidates[i], answered[i]) for i in sorted(answered)], tally)
+        plan.units = self._units(ctx, [(candidates[i], answered[i]) for i in sorted(answered)], tally, model)
         if marks is not None:
             # settled: every candidate pair answered by a valid verdict, and nothing to change
             touched = {mu.record_id for unit in plan.units for mu in unit.mutations}
@@ -282,6 +298,7 @@ class ContradictionPhase:
             "skippedNoteAlreadyRevoked": tally.skipped_revoked,
             "duplicatesNotContradictions": tally.duplicates,
             "verdictsVetoed": tally.vetoed,
+            "verdictsUnproven": tally.unproven,
             "verdictsDistrusted": tally.distrusted,
             "failedReplies": stats.failed,
             "unusableReplies": stats.unusable,
@@ -303,6 +320,7 @@ class ContradictionPhase:
             + (f" (asked again: {ask_again_text(plan.output['askAgainAt'])})" if stats.ask_again else "")
             + (f"; {left} left for the next run (max {plan.input['maxPairs']} asked per run)" if left else "")
             + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
+            + (f"; {plural(tally.unproven, 'verdict')} not applied: the quotes do not show one subject" if tally.unproven else "")
             + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
         )
         if tally.distrust_reason:
@@ -379,12 +397,17 @@ class ContradictionPhase:
         others. A cached reply that no longer passes the checks is asked again and counts
         against the cap; a paused question does not.
         """
-        sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, reply_problem))
+        valid = reply_problem if getattr(judge, "rules", False) else model_reply_problem
+        sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, valid))
         asked = sorted_out.fresh[: pair_budget(ctx, judge)]
         return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
 
-    def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally) -> list[Unit]:
-        """Turn verdicts into units: revocations first (in priority order), then flags."""
+    def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally, model: bool = False) -> list[Unit]:
+        """Turn verdicts into units: revocations first (in priority order), then flags.
+
+        A model's verdict is applied when its quotes hold (memctl.text.evidence); the offline
+        rules' verdict is checked by the decision layer's `verdict_guard`.
+        """
         settings = ctx.settings
         floor = settings.confidence_floor
         replies = [answer.reply for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
@@ -398,8 +421,12 @@ class ContradictionPhase:
                 tally.low_confidence += 1
                 continue
             tally.found += 1
-            # hard evidence checks every judge's verdict (DESIGN 4, "Decisions")
-            guard = verdict_guard(note_text(pair.a), note_text(pair.b))
+            # DESIGN 4, "Decisions": a model's quotes are checked; the offline rules stay cautious
+            guard = _evidence_guard(pair, reply) if model else verdict_guard(note_text(pair.a), note_text(pair.b))
+            if guard.action == "unproven":
+                tally.unproven += 1
+                tally.veto_reasons.append(f"notes {pair.a.id} and {pair.b.id}: {guard.reason}")
+                continue
             if guard.action == "duplicate":
                 tally.duplicates += 1  # the same facts twice: consolidation's business, never a revocation
                 continue
@@ -428,7 +455,8 @@ class ContradictionPhase:
             decided = authority(pair.a, pair.b)
             if decided is None:
                 apart = days(abs(pair.a.created_at - pair.b.created_at))
-                why = f"neither note has authority (created {apart} apart, both accessed {pair.a.access_count} times)"
+                importance = "" if pair.a.importance_score is None or pair.b.importance_score is None else f", both of importance {pair.a.importance_score:g}"
+                why = f"neither note has authority (created {apart} apart{importance}, both accessed {pair.a.access_count} times)"
                 to_flag.append((pair, reply, why))
                 continue
             kept_safe = protection(decided.loser)
@@ -451,6 +479,21 @@ class ContradictionPhase:
             tally.flagged += 1
             units.append(_flag(pair, reply, why))
         return units
+
+
+def _evidence_guard(pair: Candidate, reply: ContradictionReply) -> Guard:
+    """Check a model's quotes: the same subject, every differing number or ID inside the values, two values."""
+    a, b = quotes_of(pair_data(pair.a)["content"], pair_data(pair.b)["content"], reply)
+    if same_value(a, b) and reply.verdict != "negation":
+        return Guard("duplicate", "the quoted values are the same")
+    found = check((a, b))
+    if found.outcome == DIFFERENT:
+        return Guard("veto", f"the quotes show no single subject: {found.reason}, so neither note replaces the other")
+    if not found.holds:
+        return Guard("unproven", f"the quotes do not show one subject: {found.reason}, so neither note replaces the other")
+    if not values_apart(a, b):
+        return Guard("unproven", "the quoted values are words both notes share, not where they differ, so neither note replaces the other")
+    return Guard("apply")
 
 
 def _reason(reply: ContradictionReply) -> str:

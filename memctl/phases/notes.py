@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
@@ -214,6 +215,11 @@ def _trusted_text(values: dict[str, Any], trusted: str) -> Optional[str]:
     if text is None or (values.get("EmbeddingModelID") or "").lower() != trusted:
         return None
     return text
+
+
+def is_new(note: NoteRecord, since: Optional[datetime]) -> bool:
+    """Return whether `note` was created or changed after `since` (everything is new without one)."""
+    return since is None or note.created_at > since or note.updated_at > since
 
 
 def order_key(note: NoteRecord) -> tuple:

@@ -41,13 +41,14 @@ SETTABLE = {
     "resolve": {"Status", "ConsolidatedIntoNoteID"},
     "annotate": set(),
     "check": set(),
-    # a standing note absorbs notes of its fact: their accesses become its own (issue 29)
-    "credit": {"AccessCount", "LastAccessedAt"},
-    "restore": {"Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt", "AccessCount", "LastAccessedAt"},
+    # a standing note absorbs notes of its fact: their accesses become its own, and it counts as
+    # consolidated (ConsolidationCount), so later wordings of its fact are absorbed into it
+    "credit": {"AccessCount", "LastAccessedAt", "ConsolidationCount"},
+    "restore": {"Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt", "AccessCount", "LastAccessedAt", "ConsolidationCount"},
 }
 CHANGE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
 #: columns the change log also keeps, for a note whose mutation sets them (a credit, its undo)
-CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt")
+CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt", "ConsolidationCount")
 
 # memctl_review holds contradictions flagged for an operator. A flag is part of a plan like any
 # mutation (so a dry-run writes none and a saved plan raises it when applied), and it is logged,

@@ -41,14 +41,13 @@ Who uses what (the contract of DESIGN 4):
   or complementary statements about one subject that share no template; everything else is kept
   apart, and a pair kept apart as a conflicting value goes to the contradiction phase, whose
   offline judge reads this same decision (certain: authority rule; not certain: review).
-- With a model, the model decides: consolidation keeps apart only notes whose hard evidence or
-  subject names differ, and then verifies the synthesis (`synthesis_problem`).
-- Any judge's contradiction verdict between notes that name different subjects (hard evidence,
-  names, a different subject place) is never applied; between notes that differ in a hard value
-  it is only flagged for review (`verdict_guard`).
-- Any judge's absorption "yes" (a broader or a merged note states every fact of another) is not
-  applied when the other note holds hard evidence the broader one lacks, or the two name different
-  subjects (`absorption_veto`).
+- The offline judge's contradiction verdicts are checked by `verdict_guard` (different subjects:
+  never applied; a hard value or a name only one note holds: review), its absorption "yes" by
+  `absorption_veto`.
+- With a model, none of these rules vetoes or flags: the model quotes its evidence and
+  memctl.text.evidence checks the quotes. What stays is the check of a merged note's text
+  (`synthesis_problem`): no source's hard evidence lost or invented, no two values of one slot,
+  the value the authority rule keeps.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ from memctl.text.tokens import CHAR, WORD, same_text_key, tokens
 T = TypeVar("T")
 
 
-# --- names and numbers a note holds (what the guards around a model compare) ---------------------
+# --- names a note holds (what the offline guards compare) -----------------------------------------
 
 
 @lru_cache(maxsize=65536)
@@ -81,15 +80,6 @@ def _piece_names(piece: str) -> frozenset[str]:
     main = max(set(scripts), key=scripts.count) if scripts else None
     return frozenset(t.norm for i, ((j, t), script) in enumerate(zip(words, scripts))
                      if (t.capital and i > 0 and not t.text.isupper() and j not in nouns) or (t.kind == WORD and script != main))
-
-
-def _numbers(note: NoteText) -> frozenset[str]:
-    """Return a note's hard evidence with a unit written onto a number dropped ("30-day", "3pm" read as 30, 3;
-    IDs such as "QX7P2L", dates such as "02.09.2024", e-mails and URLs as they are)."""
-    return frozenset(m.group(1) if (m := _UNIT_ON_NUMBER.match(h)) else h for h in note.hard)
-
-
-_UNIT_ON_NUMBER = re.compile(r"^(\d+)(?:-[^\W\d_]{2,}|[^\W\d_]+)$")  # "30-day", "3pm", "14h"; not "88-A"
 
 
 def _name_words(note: NoteText) -> frozenset[str]:
@@ -244,28 +234,13 @@ def model_veto(d: Decision) -> bool:
     return d.hard and d.relation in (DIFFERENT, CONFLICT)
 
 
-def incompatibility(a: NoteText, b: NoteText, model: bool = False) -> Optional[str]:
-    """Return why two notes must not share a merged note, or None (offline rules; `model`: hard evidence only)."""
+def incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
+    """Return why two notes must not share a merged note without a model, or None (offline rules)."""
     d = decide(a, b)
-    if model:
-        if model_veto(d) and not (d.relation == CONFLICT and _numbers(a) == _numbers(b)):
-            # a conflict read from the words around one and the same number or ID ("El pedido 40219 se envió
-            # con SEUR." / "El pedido 40219 efectivamente se envió con SEUR.") is the model's to decide; its
-            # synthesis is refused if it holds two values of one slot (synthesis_problem)
-            return d.reason
-        # "The timezone of Account 17 is EST." / "The timezone of Project Apollo is JST.": each names something
-        # the other lacks, one of them a number or ID, so they may be two accounts' notes whatever the rules
-        # read. A note that only adds to the other ("Ticket 4410 is about SSO." / "... SSO, reported at
-        # 09:00") may be merged, and so may two that differ only in capitalised words (German nouns).
-        hard_a, hard_b = _numbers(a) - _numbers(b), _numbers(b) - _numbers(a)
-        only_a, only_b = hard_a | (_name_words(a) - _name_words(b)), hard_b | (_name_words(b) - _name_words(a))
-        if only_a and only_b and (hard_a or hard_b):
-            return f"each note names what the other does not, a number or ID among it ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
-        return None
     return None if mergeable(d) else d.reason
 
 
-def compatible_groups(items: Sequence[T], text_of: Callable[[T], NoteText], model: bool = False) -> tuple[list[list[T]], list[str]]:
+def compatible_groups(items: Sequence[T], text_of: Callable[[T], NoteText]) -> tuple[list[list[T]], list[str]]:
     """Split `items` into groups of mutually compatible notes, greedily in the order given.
 
     Returns the groups (largest first; ties keep the order of their first member) and the reasons
@@ -276,7 +251,7 @@ def compatible_groups(items: Sequence[T], text_of: Callable[[T], NoteText], mode
     for item in items:
         text = text_of(item)
         for group in groups:
-            problem = next((p for p in (incompatibility(text_of(g), text, model) for g in group) if p), None)
+            problem = next((p for p in (incompatibility(text_of(g), text) for g in group) if p), None)
             if problem is None:
                 group.append(item)
                 break
@@ -300,7 +275,7 @@ def conflict(a: NoteText, b: NoteText) -> Optional[Decision]:
 class Guard:
     """What to do with a judge's contradiction verdict: apply it, flag it for review, or drop it."""
 
-    action: str  # "apply" | "flag" | "veto" | "duplicate"
+    action: str  # "apply" | "flag" | "veto" | "duplicate" | "unproven" (a model's quotes show no one subject)
     reason: str = ""
 
 
@@ -359,7 +334,16 @@ def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = F
     source joins, or, when two sources hold a certain conflict, it does not keep the value the
     authority rule keeps (`authority(i, j)` -> the index of the winner, or None when it cannot
     decide; then the merge is refused and the pair is left for the contradiction phase).
+
+    The merged note's own sentences are held to every rule (a correct merge states one value).
+    With `model` (a model wrote the merge and its quotes held), a conflict between two sources
+    counts only on hard evidence or a listed rule (a negation, an exclusive value set, an English
+    attribute pattern): the alignment of two wordings' one differing place ("Contact Eli by Slack
+    first." / "Eli's preferred channel is Slack.") is a guess, and a guess does not overrule the model.
     """
+    def counted(d: Decision) -> bool:
+        return not model or d.evidence in ("hard", "rule")
+
     merged = NoteText(content)
     own = merged.hard
     theirs = frozenset().union(*(s.hard for s in sources)) if sources else frozenset()
@@ -382,7 +366,7 @@ def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = F
         for i, s in enumerate(sources):
             for j in range(i + 1, len(sources)):
                 d = decide(s, sources[j])
-                if d.relation != CONFLICT or not d.certain:
+                if d.relation != CONFLICT or not d.certain or not counted(d):
                     continue
                 winner = authority(i, j)
                 if winner is None:

@@ -13,8 +13,9 @@ or compares. Code does not guess which words are the subject; it checks the quot
    subjects apart; so may the same numbers outside the values in another order ("2024年3月5日" /
    "2024年5月3日").
 
-A reply whose quotes are missing or not found is unusable (`unfound`); a verdict whose quotes do
-not hold is not applied (`check`).
+A contradiction's value quotes must also lie where the notes differ (`values_apart`). A reply
+whose quotes are missing or not found is unusable (`unfound`); a verdict whose quotes do not hold
+is not applied (`check`).
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ def check(notes: Sequence[Quoted]) -> Finding:
         # "2024年3月5日" / "2024年5月3日": the same numbers in another order outside the values
         return Finding(DIFFERENT, f"the numbers outside the quoted values stand in another order ({' '.join(orders[0])} / ...)")
     return Finding(HOLDS)
+
+
+def values_apart(a: Quoted, b: Quoted) -> bool:
+    """Say whether the value quotes lie where the notes differ: one of them holds a word the other note lacks.
+
+    Two values quoted from words both notes share ("is confirmed" / "is") show no competing values,
+    whatever else the notes differ in.
+    """
+    return bool(set(_key(a.value)) - set(_key(b.text)) or set(_key(b.value)) - set(_key(a.text)))
 
 
 def same_value(a: Quoted, b: Quoted) -> bool:

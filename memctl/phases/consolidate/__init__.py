@@ -62,7 +62,7 @@ from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_
 from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
 from memctl.phases.consolidate.synthesis import ClusterQuestions
-from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, load_notes, order_key, with_vectors
+from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, is_new, load_notes, order_key, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
@@ -177,7 +177,8 @@ class ConsolidatePhase:
         if found_absorptions:
             found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
             absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
-        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally)]
+        model = bool(absorptions) and not getattr(get_judge(), "rules", False)
+        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally, model)]
         for part in parts:
             part.attach()
         cluster_units = [case.unit for case in cases if case.unit is not None]
@@ -224,6 +225,7 @@ class ConsolidatePhase:
             + f"{plural(absorbed, 'note')} to absorb"
             + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
             + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
+            + (f"; {plural(tally.merges_vetoed, 'merge')} not applied: the quotes do not show one subject" if tally.merges_vetoed else "")
             + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
             + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
             + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
@@ -285,8 +287,11 @@ class ConsolidatePhase:
                 if found:
                     eligible[key] = found
         # A merged note stands for its fact: a later wording of it in its partition is asked about
-        # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum
-        standing_keys = [k for k, members in groups.items() if settings.absorb and len(members) > 1 and any(n.consolidation_count for n in members)]
+        # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum;
+        # so is a note new since the last maintenance run that is like another note (`standing_candidates`)
+        since = ctx.last_maintenance_at
+        standing_keys = [k for k, members in groups.items() if settings.absorb and len(members) > 1
+                         and any(n.consolidation_count or (since is not None and is_new(n, since)) for n in members)]
 
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
         mark_of: dict[PartitionKey, str] = {}
@@ -377,8 +382,10 @@ class ConsolidatePhase:
             absorbable = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
         if standing_keys:
             taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in absorbable}
-            taken |= {n.id for c in cases for n in c.notes}
-            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge)
+            # a note its cluster's answer left as it is (declined, or left out of the merge) may still be a
+            # wording of a merged note's fact; one whose cluster got no usable answer waits for that answer
+            taken |= {n.id for c in cases if c.verdict not in ("declined", "consolidated", "standing") for n in c.notes}
+            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge, since)
         part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
         part.mark_of, part.eligible = mark_of, eligible
         part.cluster_keys = [*cluster_keys, *standing_keys]
@@ -459,6 +466,7 @@ def _output(
         "absorptionsDeferred": deferred,
         "notesAbsorbed": absorbed,
         "absorptionsVetoed": tally.absorptions_vetoed,
+        "mergesVetoed": tally.merges_vetoed,
         "llmCalls": tally.calls,
         "questionsAsked": tally.asked,
         "failedReplies": tally.failed,

@@ -7,6 +7,7 @@ import os
 from collections import defaultdict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
@@ -22,10 +23,11 @@ from memctl.phases.asking import Answer, Question, ask_all, reply_check, triage
 from memctl.phases.common import plural
 from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, seen, standing_unit
 from memctl.phases.contradictions import pair_budget
-from memctl.phases.notes import note_guard, order_key
+from memctl.phases.notes import is_new, note_guard, order_key
 from memctl.plan import Mutation, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.text.decide import NoteText, absorption_veto
+from memctl.text.evidence import Quoted, check, unfound
 from memctl.vectors import PartitionVectors, VectorIndex
 
 #: cosines closer than this are equal (a tie goes to the lower index or rank)
@@ -228,14 +230,20 @@ def standing_candidates(
     vectors: dict[PartitionKey, PartitionVectors],
     taken: set[str],
     get_judge: JudgeGetter,
+    since: Optional[datetime] = None,
 ) -> list[AbsorptionCase]:
-    """Return the absorption checks of notes into a merged note of their own partition.
+    """Return the absorption checks of notes into a standing note of their own partition.
 
     A merged note (ConsolidationCount > 0) that no unit of this run touches stands for its
     fact; each other note of the partition that no unit touches and that is as similar to it
     as a cluster's members are is asked about: does the merged note state every fact of it?
     A "yes" revokes the note into the merged one, so a fact merged once stays one note when
     new wordings of it arrive one or two at a time (below the cluster minimum).
+
+    A merged note, and a note new since the last maintenance run (`since`), that no merged
+    note covers is asked about against its most similar earlier note the same way: two
+    wordings of a value that changed, or two merges of one fact, are too few for a cluster
+    and would otherwise both stay Active for good.
     """
     found: list[AbsorptionCase] = []
     for key in keys:
@@ -246,38 +254,96 @@ def standing_candidates(
         free = [n for n in groups[key] if n.id not in taken and n.id in rows]
         stand = sorted((n for n in free if n.consolidation_count), key=order_key)
         narrow = [n for n in free if not n.consolidation_count]
-        if not stand or not narrow:
+        if not narrow:
             continue
         threshold = index.thresholds(pv.model)[0]
-        b = pv.vectors[np.array([rows[n.id] for n in stand], dtype=np.int64)]
         a = pv.vectors[np.array([rows[n.id] for n in narrow], dtype=np.int64)]
-        best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), np.array([expiry(n) for n in stand]))
-        for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
-            if j >= 0:
-                found.append(_absorption_case(get_judge, stand[j], note, float(sim), standing=True))
+        matched: set[str] = set()
+        if stand:
+            b = pv.vectors[np.array([rows[n.id] for n in stand], dtype=np.int64)]
+            best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), np.array([expiry(n) for n in stand]))
+            for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
+                if j >= 0:
+                    found.append(_absorption_case(get_judge, stand[j], note, float(sim), standing=True))
+                    matched |= {note.id, stand[j].id}
+        pool = sorted(free, key=order_key)
+        fresh = [n.id not in matched and (bool(n.consolidation_count) or (since is not None and is_new(n, since))) for n in pool]
+        if any(fresh):
+            found += _later_wordings(get_judge, pool, pv.vectors[np.array([rows[n.id] for n in pool], dtype=np.int64)], fresh, matched, threshold)
+    return found
+
+
+def _later_wordings(
+    get_judge: JudgeGetter, pool: list[NoteRecord], vecs: np.ndarray, asked: list[bool], matched: set[str], threshold: float
+) -> list[AbsorptionCase]:
+    """Return, latest note first, the check of each `asked` note against its most similar earlier note.
+
+    `pool` is in `order_key` order. A note asked about as the broader one is not asked about as a
+    narrower one in the same run (nor the other way round), so no answer revokes a note another
+    answer keeps.
+    """
+    ends = np.array([expiry(n) for n in pool])
+    locked = np.array([n.id in matched for n in pool], dtype=bool)
+    found: list[AbsorptionCase] = []
+    for i in reversed(range(len(pool))):
+        if locked[i] or not asked[i]:
+            continue
+        sims = (vecs[:i] @ vecs[i]).astype(np.float32)
+        ok = ~locked[:i] & (ends[:i] >= ends[i]) & (sims >= np.float32(threshold))
+        if not ok.any():
+            continue
+        j = int(np.argmax(np.where(ok, sims, -np.inf)))
+        locked[i] = locked[j] = True
+        found.append(_absorption_case(get_judge, pool[j], pool[i], float(sims[j]), standing=True))
     return found
 
 
 def ask_absorptions(ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
     """Ask the absorption questions: every cached or paused one, and at most the judge's pair budget of new ones."""
     questions = [c.question for c in found]
-    sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, lambda q, r: None))
+    valid = (lambda q, r: None) if getattr(judge, "rules", False) else quote_problem
+    sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, valid))
     chosen = [found[i] for i in sorted([*sorted_out.cached, *sorted_out.paused, *sorted_out.fresh[: pair_budget(ctx, judge)]])]
-    answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply)
+    answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply, valid=valid)
     tally.add(stats)
     for case, answer in zip(chosen, answers, strict=True):
         case.answer = answer
     return chosen, len(found) - len(chosen)
 
 
-def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteText], tally: Tally) -> bool:
-    """Say whether the judge answered "covered" with enough confidence and hard evidence does not gainsay it."""
+def absorption_quotes(question: Question, reply: AbsorptionReply) -> tuple[Quoted, Quoted]:
+    """Return the model's quotes from the broader and the narrower note (the texts it was shown)."""
+    shown = question.item
+    return (Quoted(shown["broader"]["content"], reply.subjectBroader, reply.valueBroader),
+            Quoted(shown["narrower"]["content"], reply.subjectNarrower, reply.valueNarrower))
+
+
+def quote_problem(question: Question, reply: Any) -> Optional[str]:
+    """Return why a model's reply cannot be used, or None: a "covered" must quote its evidence from both notes."""
+    if isinstance(reply, AbsorptionReply) and reply.isCovered:
+        return unfound(absorption_quotes(question, reply), ("the broader note", "the narrower note"))
+    return None
+
+
+def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteText], tally: Tally, model: bool = False) -> bool:
+    """Say whether the judge answered "covered" with enough confidence and the evidence does not gainsay it.
+
+    A number, ID, e-mail, URL or date of the narrower note that the broader one lacks is a fact
+    the "yes" would lose, whoever answered. A model's quotes must hold besides (one subject, every
+    differing number or ID inside the quoted values); the offline rules' "yes" is checked by
+    `absorption_veto` instead.
+    """
     reply = case.answer.reply if case.answer else None
     if not isinstance(reply, AbsorptionReply) or not reply.isCovered or reply.confidence < ctx.settings.confidence_floor:
         return False
-    # the judge's "yes" is checked against hard evidence: a number, ID, e-mail, URL or date of the
-    # narrower note the broader one lacks, or another named subject, is a fact the "yes" would lose
-    veto = absorption_veto(analysed(texts, case.broader), analysed(texts, case.narrower))
+    broader, narrower = analysed(texts, case.broader), analysed(texts, case.narrower)
+    if model:
+        lost = narrower.hard - broader.hard
+        found = check(absorption_quotes(case.question, reply))
+        veto = (f"the narrower note states {', '.join(sorted(lost))}, which the broader note does not" if lost
+                else None if found.holds else f"the quotes do not show one subject: {found.reason}")
+    else:
+        veto = absorption_veto(broader, narrower)
     if veto is not None:
         tally.absorptions_vetoed += 1
         if len(tally.veto_reasons) < 10:

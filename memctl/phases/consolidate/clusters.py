@@ -75,8 +75,8 @@ def cluster_cases(
                 found_in([])
             continue
         clustered = {members[i].id for cluster in found for i in cluster}
-        # With a model, the model decides: only hard evidence (numbers, IDs, e-mails, URLs,
-        # subject names) keeps notes out of its question, and its synthesis is verified after.
+        # With a model, the model decides which notes of the cluster one note replaces, and
+        # quotes its evidence; the quotes and the synthesis are checked after (synthesis.py).
         # Offline, the rules keep apart what they cannot merge, and leave a note that holds a
         # conflicting value with another note of the partition to the contradiction phase.
         model = not getattr(get_judge(), "rules", False)
@@ -84,7 +84,7 @@ def cluster_cases(
         for cluster in found:
             free = [members[i] for i in cluster if members[i].id not in contested]
             # greedy from the newest note: the current wording seeds the group it keeps
-            split, reasons = compatible_groups(order_notes(free), partial(analysed, texts), model=model)
+            split, reasons = ([free], []) if model else compatible_groups(order_notes(free), partial(analysed, texts))
             kept = [group for group in split if len(group) >= settings.cluster_min_size]
             apart = len(cluster) - sum(len(group) for group in kept)
             tally.kept_apart += apart

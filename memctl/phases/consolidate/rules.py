@@ -114,7 +114,9 @@ def standing_unit(
 
     `stay` gets the Comments line `kept` and, where memctl may write it, the access figures of
     the notes it absorbs (AccessCount added, LastAccessedAt the latest: the "credit" action),
-    as a new note would have had them. A Protected note is only annotated; an Immutable one is
+    as a new note would have had them, and a ConsolidationCount above theirs (its own when that
+    is higher already): it now stands for its fact, so a later wording of it is asked about as an
+    absorption into it. A Protected note is only annotated; an Immutable one is
     never written, only guarded ("check"). Each revoked note gets the Comments line `revoked`.
     """
     if stay.protection_tier == "Immutable":
@@ -126,6 +128,7 @@ def standing_unit(
         values = {
             "AccessCount": stay.access_count + sum(n.access_count for n in others),
             "LastAccessedAt": jsonable(max(accessed)) if accessed else None,
+            "ConsolidationCount": max(stay.consolidation_count, max(n.consolidation_count for n in others) + 1),
         }
         keep = Mutation(TABLE, stay.id, "credit", values, comment=kept, guard=note_guard(stay))
     revokes = tuple(
@@ -144,6 +147,7 @@ def credited(units: Sequence[Unit]) -> dict[str, dict[str, Any]]:
                 values = to_db_values(m.note, mutation.values)
                 out[mutation.record_id] = {
                     "access_count": values["AccessCount"], "last_accessed_at": values["LastAccessedAt"], "stored_access_count": None,
+                    "consolidation_count": values["ConsolidationCount"],
                 }
     return out
 
@@ -220,7 +224,9 @@ class Tally:
     kept_apart: int = 0
     clusters_split: int = 0
     apart_reasons: list[str] = field(default_factory=list)
-    #: absorption "yes" answers dropped on hard evidence (`absorption_veto`)
+    #: a model's merges whose quotes do not show one subject (memctl.text.evidence): not applied
+    merges_vetoed: int = 0
+    #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes that do not hold
     absorptions_vetoed: int = 0
     veto_reasons: list[str] = field(default_factory=list)
     client: dict[str, int] = field(default_factory=dict)

@@ -38,6 +38,7 @@ from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import NoteRecord
 from memctl.temporal import find_relative
 from memctl.text.decide import NoteText, synthesis_problem
+from memctl.text.evidence import Quoted, check, unfound
 from memctl.vectors import VectorIndex
 
 #: namespace of the IDs of consolidated notes (uuid5 of sources, content and run time)
@@ -53,7 +54,9 @@ def consolidation_problem(
     verified by the decision layer (`synthesis_problem`): no source's number, ID, e-mail or URL
     lost or invented, no two values of one slot, and, where two sources hold a certain conflict,
     the value the authority rule keeps (`records`, the cluster's notes by ID, give their dates and
-    access counts; `model`: a model wrote it, so only certain conflicts count).
+    access counts). A model's reply (`model`) must quote its evidence from every note it merges
+    (memctl.text.evidence); one whose quotes do not show one subject is valid here and declined
+    by `_judge_case`, so it is cached, not asked again night after night.
     """
     if not reply.shouldConsolidate:
         return None
@@ -77,6 +80,13 @@ def consolidation_problem(
         return "sourceNoteIds lists a note more than once"
     if len(ids) < 2:
         return "sourceNoteIds must name at least 2 notes of the cluster"
+    if model:
+        # a model's merge quotes its evidence: a quote missing or not in its note makes the reply unusable;
+        # quotes that do not show one subject make it a merge memctl declines (`_judge_case`), whatever its text
+        quoted = merge_quotes(question, reply)
+        problem = unfound(quoted, [f"note {i}" for i in ids])
+        if problem or not check(quoted).holds:
+            return problem
     relative = find_relative(content)
     if relative:
         return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
@@ -150,10 +160,19 @@ class ClusterQuestions:
             return lambda: None
         answers, stats = self._asking.finish()
         self.tally.add(stats)
+        model = not getattr(self.get_judge(), "rules", False)
         for case, answer in zip(self.cases, answers, strict=True):
             case.answer = answer
-            _judge_case(self.ctx, case)
+            _judge_case(self.ctx, case, self.tally if model else None)
         return _attach_vectors(self.ctx, [c for c in self.cases if c.verdict == "consolidated"])
+
+
+def merge_quotes(question: Question, reply: ConsolidationReply) -> list[Quoted]:
+    """Return the model's quotes from each note its merge replaces (a note it quotes nothing from: empty quotes)."""
+    shown = {n["id"]: n["content"] for n in question.item}
+    by_id = {q.id.strip().lower(): q for q in reply.quotes}
+    found = [(by_id.get(i.strip().lower()), shown[i.strip().lower()]) for i in reply.sourceNoteIds]
+    return [Quoted(text, q.subject, q.value) if q else Quoted(text, "", "") for q, text in found]
 
 
 def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
@@ -162,6 +181,8 @@ def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, mo
     problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model)
     if problem or not reply.shouldConsolidate or not ctx.settings.consolidate_keep_every_sentence:
         return problem
+    if model and not check(merge_quotes(case.question, reply)).holds:
+        return None  # declined by `_judge_case`
     assert reply.consolidatedNote is not None
     chosen = {i.strip().lower() for i in reply.sourceNoteIds}
     lost = merge_loses([n for n in case.notes if n.id in chosen], reply.consolidatedNote.content)
@@ -170,7 +191,8 @@ def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, mo
     return None
 
 
-def _judge_case(ctx: PhaseContext, case: ClusterCase) -> None:
+def _judge_case(ctx: PhaseContext, case: ClusterCase, quoted: Optional[Tally] = None) -> None:
+    """Decide what becomes of a cluster by its answer (`quoted`: a model answered, its quotes are checked and counted there)."""
     answer = case.answer
     assert answer is not None
     reply = answer.reply
@@ -189,6 +211,13 @@ def _judge_case(ctx: PhaseContext, case: ClusterCase) -> None:
         case.verdict = "declined"
         case.why = f"confidence {reply.consolidatedNote.confidence:g} is below the floor {floor:g}: {one_line(reply.reason)}"
         return
+    if quoted is not None:
+        found = check(merge_quotes(case.question, reply))
+        if not found.holds:
+            quoted.merges_vetoed += 1
+            case.verdict, case.why = "declined", f"not merged: the quotes do not show one subject: {found.reason}"
+            quoted.apart_reasons.append(one_line(case.why))
+            return
     case.verdict, case.why = "consolidated", one_line(reply.reason) or "consolidated"
     chosen = {i.strip().lower() for i in reply.sourceNoteIds}
     sources = [n for n in case.notes if n.id in chosen]  # oldest first
