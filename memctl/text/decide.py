@@ -308,6 +308,12 @@ def verdict_guard(a: NoteText, b: NoteText, rules_judge: bool = False) -> Guard:
     return Guard("apply")
 
 
+def lost_evidence(broader: NoteText, narrower: NoteText) -> Optional[str]:
+    """Return why absorbing `narrower` into `broader` would lose hard evidence (a number, ID, e-mail, URL or date), or None."""
+    lost = narrower.hard - broader.hard
+    return f"the narrower note states {', '.join(sorted(lost))}, which the broader note does not" if lost else None
+
+
 def absorption_veto(broader: NoteText, narrower: NoteText) -> Optional[str]:
     """Check a judge's "the broader note states every fact of the narrower one" against hard evidence.
 
@@ -315,9 +321,9 @@ def absorption_veto(broader: NoteText, narrower: NoteText) -> Optional[str]:
     number in any digit system, an ID, e-mail, URL or date) the broader note does not state, or
     the two name different subjects or hold conflicting values by hard evidence.
     """
-    lost = narrower.hard - broader.hard
+    lost = lost_evidence(broader, narrower)
     if lost:
-        return f"the narrower note states {', '.join(sorted(lost))}, which the broader note does not"
+        return lost
     d = decide(broader, narrower)
     if model_veto(d):
         return d.reason
@@ -396,6 +402,6 @@ def hard_differences(notes: Iterable[NoteText]) -> list[str]:
 
 __all__ = [
     "COMPLEMENTARY", "CONFLICT", "DIFFERENT", "Decision", "ELABORATION", "Guard", "NoteText", "SAME", "compare",
-    "compatible_groups", "conflict", "decide", "incompatibility", "mergeable", "model_veto", "same_text_key",
+    "compatible_groups", "conflict", "decide", "incompatibility", "lost_evidence", "mergeable", "model_veto", "same_text_key",
     "synthesis_problem", "verdict_guard",
 ]

@@ -26,7 +26,7 @@ from memctl.phases.contradictions import pair_budget
 from memctl.phases.notes import is_new, note_guard, order_key
 from memctl.plan import Mutation, Unit
 from memctl.records import NoteRecord, PartitionKey
-from memctl.text.decide import NoteText, absorption_veto
+from memctl.text.decide import NoteText, absorption_veto, lost_evidence
 from memctl.text.evidence import Quoted, check, unfound
 from memctl.vectors import PartitionVectors, VectorIndex
 
@@ -338,10 +338,8 @@ def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteTe
         return False
     broader, narrower = analysed(texts, case.broader), analysed(texts, case.narrower)
     if model:
-        lost = narrower.hard - broader.hard
         found = check(absorption_quotes(case.question, reply))
-        veto = (f"the narrower note states {', '.join(sorted(lost))}, which the broader note does not" if lost
-                else None if found.holds else f"the quotes do not show one subject: {found.reason}")
+        veto = lost_evidence(broader, narrower) or (None if found.holds else f"the quotes do not show one subject: {found.reason}")
     else:
         veto = absorption_veto(broader, narrower)
     if veto is not None:
