@@ -8,8 +8,9 @@
   that is Revoked or Archived must owe that status to an operator's `review resolve`), and never
   credited a Protected note with the accesses of notes absorbed into it (it only annotates it).
 - Scope never widens (DESIGN 3): no note is revoked into a note its audience could not see (the
-  target is in the same scope or a broader one), and no consolidated note's scope differs from
-  a source it was derived from. Read from the notes, however the change was logged.
+  target is in the same scope or a broader one), no note's target was widened after memctl
+  revoked it there (the target's scope then is in the revoke's change-log row), and no
+  consolidated note's scope differs from a source it was derived from.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from memctl.plan import SCOPE_COLUMNS
 from memctl.records import broader_keys, note_record
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.store.changes import id_in
+from memctl.store.changes import INTO_SCOPE, id_in
 from memctl.store.engine import read
 
 TAG = "[memctl "
@@ -94,12 +95,15 @@ def _scope(row: Mapping[str, Any], prefix: str = "") -> tuple:
 def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
     """No note revoked into a note its audience cannot see; no consolidated note in another scope than a source."""
     breaches = []
+    logged = _scopes_at_revocation(conn, linked)
     for row in linked:
         if row["TargetID"] is None:
             continue
         own, into = _scope(row), _scope(row, "Target")
         if into != own and into not in broader_keys(own):
             breaches.append(Breach("scope", str(row["ID"]).lower(), f"revoked into note {str(row['TargetID']).lower()}, which its audience cannot see (scope {into} is not {own} or broader)"))
+        elif (then := logged.get(str(row["ID"]).lower())) is not None and into != then and then not in broader_keys(into):
+            breaches.append(Breach("scope", str(row["ID"]).lower(), f"revoked into note {str(row['TargetID']).lower()} while its scope was {then}; that note's scope is {into} now"))
     n = m.note
     derived = conn.execute(sa.select(n.c.ID, n.c.DerivedFromNoteIDs, *[n.c[c] for c in SCOPE_COLUMNS]).where(n.c.DerivedFromNoteIDs.is_not(None))).mappings().all()
     sources: dict[str, set[str]] = {}
@@ -123,6 +127,29 @@ def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
             if source_id in scopes and scopes[source_id] != mine:
                 breaches.append(Breach("scope", rid, f"consolidated note in scope {mine}, but its source {source_id} is in scope {scopes[source_id]}"))
     return breaches
+
+
+def _scopes_at_revocation(conn: sa.Connection, linked: list) -> dict[str, tuple]:
+    """For each linked note, the scope its target had when memctl revoked the note into it (the
+    last logged revoke into the target it points to now), from the change log."""
+    c = m.change
+    current = {str(r["ID"]).lower(): str(r["ConsolidatedIntoNoteID"]).lower() for r in linked if r["TargetID"] is not None}
+    ids = sorted(current)
+    scopes: dict[str, tuple] = {}
+    for start in range(0, len(ids), 500):
+        query = (sa.select(c.c.RecordID, c.c.After)
+                 .where(c.c.TableName == "AIAgentNote", c.c.Action.in_(("revoke", "resolve")), c.c.RecordID.in_(ids[start : start + 500]))
+                 .order_by(c.c.ID))
+        for change in conn.execute(query).mappings():
+            rid = str(change["RecordID"]).lower()
+            try:
+                after = json.loads(change["After"]) if change["After"] else {}
+            except ValueError:
+                continue
+            scope = after.get(INTO_SCOPE) if isinstance(after, dict) else None
+            if isinstance(scope, dict) and str(after.get("ConsolidatedIntoNoteID")).lower() == current[rid]:
+                scopes[rid] = _scope({c: scope.get(c) for c in SCOPE_COLUMNS})
+    return scopes
 
 
 def _protection_by_state(conn: sa.Connection) -> list[Breach]:

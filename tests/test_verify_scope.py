@@ -71,3 +71,27 @@ def test_verify_catches_a_protected_note_revoked_whatever_the_log_calls_it(db: D
             ))
     found = rules(db)
     assert ("protected", protected) in found and ("protected", manual) in found
+
+
+def test_verify_catches_a_standing_note_widened_after_notes_were_absorbed_into_it(db: Db) -> None:
+    """Absorption into a broader note is legitimate, so the link alone cannot tell: the scope the
+    note had when the others were revoked into it is read from the change log."""
+    from llmstub import LLMStub
+    from test_standing_notes import DATE, WORDINGS, correct_model, llm
+
+    store = Store(db.engine)
+    agent, company, alice = store.agent(), store.company(), store.user("Alice")
+    standing = store.note(DATE, age_days=20, AgentID=agent, CompanyID=company, UserID=alice, ConsolidationCount=1, DerivedFromNoteIDs="[]")
+    absorbed = [store.note(t, age_days=2 - i, AgentID=agent, CompanyID=company, UserID=alice) for i, t in enumerate(WORDINGS[DATE][:2])]
+    with LLMStub(responder=correct_model) as stub:
+        night = api.dream(at(db.settings, NOW, **llm(stub)), force=True, engine=db.engine)
+    assert night.exit_code == 0 and night.phases[0].output["notesAbsorbedIntoStanding"] == 2
+    assert [store.status(n) for n in absorbed] == ["Revoked", "Revoked"]
+    assert verify(db.engine) == []
+    with db.engine.begin() as conn:  # made company-wide behind memctl's back: Alice's wordings now reach every user
+        conn.execute(m.note.update().where(m.note.c.ID == standing).values(UserID=None))
+    found = rules(db)
+    assert {("scope", n) for n in absorbed} <= found
+    with db.engine.begin() as conn:  # narrowed back to Alice: nothing leaks any more
+        conn.execute(m.note.update().where(m.note.c.ID == standing).values(UserID=alice))
+    assert verify(db.engine) == []

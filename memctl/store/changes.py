@@ -22,7 +22,7 @@ from typing import Any, Collection, Iterable, Mapping, Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from memctl.plan import DATABASE_STAMPED, GUARD_COLUMNS, Mutation, Unit, guard_mismatch, jsonable
+from memctl.plan import DATABASE_STAMPED, GUARD_COLUMNS, SCOPE_COLUMNS, Mutation, Unit, guard_mismatch, jsonable
 from memctl.settings import parse_time
 from memctl.store import models as m
 from memctl.store.created import created_note, loggable
@@ -545,9 +545,26 @@ def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tup
         before = {c: jsonable(row[c]) for c in logged_columns(table_name, new) if c in table.c}
         after = dict(before)
         after.update(jsonable({k: v for k, v in new.items() if k in before}))
+        into = new.get("ConsolidatedIntoNoteID")
+        if into is not None and (scope := _into_scope(unit, rows, str(into))) is not None:
+            after[INTO_SCOPE] = scope
         writes.changes.append(_change_row(ctx, unit, mutation, before, after))
         outcome.applied.append(mutation)
     return outcome, writes
+
+
+#: a revoke's After also keeps the scope of the note it was revoked into, as that note was then:
+#: absorption into a broader note is legitimate, so only this tells `memctl verify` that the
+#: note was widened afterwards
+INTO_SCOPE = "IntoScope"
+
+
+def _into_scope(unit: Unit, rows: Mapping[str, Mapping[str, Any]], target: str) -> Optional[dict[str, Any]]:
+    """The scope of `target` as this unit finds it: its row, or the note the unit inserts."""
+    row: Optional[Mapping[str, Any]] = rows.get(target.lower())
+    if row is None:
+        row = next((mu.values for mu in unit.mutations if mu.action == "insert" and str(mu.values.get("ID")).lower() == target.lower()), None)
+    return None if row is None else {c: jsonable(row.get(c)) for c in SCOPE_COLUMNS}
 
 
 def _guid(value: Any) -> str:
