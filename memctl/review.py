@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from memctl.context import PhaseContext
 from memctl.errors import UsageError
+from memctl.protection import refusal
 from memctl.pipeline import FixedPlanPhase, RunReport, execute
 from memctl.plan import Mutation, PhasePlan, Unit, guard_of, jsonable
 from memctl.store import models as m
@@ -229,7 +230,7 @@ def settlement_plan(engine: Engine, item: ReviewItem, keep: Optional[str], dismi
     if other is None or other.status != "Active":
         state = "no longer exists" if other is None else f"is already {other.status}"
         raise UsageError(f"note {other_id} {state}: there is nothing to revoke; dismiss the pair instead (--dismiss)")
-    if other.protection_tier == "Immutable":
+    if refusal("resolve", other.protection_tier, other.is_auto_generated):  # Immutable: never changed
         raise UsageError(f"note {other.id} is Immutable and memctl never changes it: keep it instead, or --dismiss")
     comment = f"Contradicted by note {kept.id}: resolved by an operator (review {item.id}): {item.reason}"
     mutations = (

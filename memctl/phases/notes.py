@@ -14,6 +14,7 @@ from memctl.phases.base import Overlay
 from memctl.phases.common import agent_filter, as_planned, in_shard, sqlite_guid
 from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
+from memctl.protection import revocable
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
 from memctl.store import models as m
@@ -241,5 +242,5 @@ def note_guard(note: NoteRecord) -> dict[str, Any]:
 
 
 def consolidatable(note: NoteRecord) -> bool:
-    """Return whether a note may be merged or revoked by memctl (auto, not Protected/Immutable)."""
-    return note.is_auto_generated and note.protection_tier not in ("Immutable", "Protected")
+    """Return whether memctl may merge or revoke a note (memctl.protection)."""
+    return revocable(note.protection_tier, note.is_auto_generated)

@@ -13,6 +13,7 @@ from memctl.llm.base import Judge
 from memctl.llm.replies import NOTE_TYPES
 from memctl.phases.asking import AskStats, add_client_counters
 from memctl.phases.notes import consolidatable, note_guard
+from memctl.protection import refusal
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import TIERS, NoteRecord, PartitionKey
 from memctl.similarity import pairs, stable_hash
@@ -119,9 +120,9 @@ def standing_unit(
     absorption into it. A Protected note is only annotated; an Immutable one is
     never written, only guarded ("check"). Each revoked note gets the Comments line `revoked`.
     """
-    if stay.protection_tier == "Immutable":
+    if refusal("annotate", stay.protection_tier, stay.is_auto_generated):  # Immutable: only guarded
         keep = Mutation(TABLE, stay.id, "check", {}, guard=note_guard(stay))
-    elif stay.protection_tier == "Protected":
+    elif refusal("credit", stay.protection_tier, stay.is_auto_generated):  # Protected: only annotated
         keep = Mutation(TABLE, stay.id, "annotate", {}, comment=kept, guard=note_guard(stay))
     else:
         accessed = [n.last_accessed_at for n in (stay, *others) if n.last_accessed_at is not None]
