@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 from memctl.errors import ConfigError
 from memctl.settings import Settings
 from memctl.store import models as m
-from memctl.store.changes import guid_in
+from memctl.store.ids import other_spelling
 from memctl.store.live import live_table
 
 DESCRIPTION = "memctl: scheduled maintenance of agent memory (consolidate, contradictions, prune, archive). Not for users."
@@ -44,7 +44,7 @@ def require_agent(conn: Connection, settings: Settings) -> None:
         return
     wanted = agent_id(settings)
     if conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == wanted)).first() is None:
-        stored = _other_spelling(conn, wanted)
+        stored = other_spelling(conn, m.agent, wanted)
         if stored is not None:
             raise ConfigError(
                 f"setting 'agent_id' names agent {wanted}, whose AIAgent row is stored as {stored!r} (another application's spelling of "
@@ -52,15 +52,6 @@ def require_agent(conn: Connection, settings: Settings) -> None:
                 "unset agent_id to use memctl's own row, or rewrite the row's ID as 32 lower-case hex digits"
             )
         raise ConfigError(f"setting 'agent_id' names agent {wanted}, which is not in the AIAgent table: name an existing agent, or unset it to use memctl's own")
-
-
-def _other_spelling(conn: Connection, wanted: str) -> Optional[str]:
-    """Return the stored ID of `wanted`'s AIAgent row when SQLite holds it in another spelling, else None."""
-    if conn.dialect.name != "sqlite":
-        return None
-    raw = sa.type_coerce(m.agent.c.ID, sa.String)
-    found = conn.execute(sa.select(raw).where(guid_in(m.agent.c.ID, [wanted], sqlite=True))).scalar()
-    return None if found is None else str(found)
 
 
 def ensure_agent(conn: Connection, wanted: str, now: datetime) -> None:

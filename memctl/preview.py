@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memctl.plan import PhasePlan, Unit
 from memctl.store import models as m
-from memctl.store.changes import id_in
+from memctl.store.ids import id_in
 from memctl.store.engine import read
 
 CHUNK = 500  # IDs per IN-list (SQL Server allows ~2,100 parameters per statement)
@@ -153,7 +153,7 @@ def _read_texts(conn: Connection, wanted: Mapping[str, set[str]]) -> dict[str, s
             continue
         ordered = sorted(ids)
         for start in range(0, len(ordered), CHUNK):
-            query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, ordered[start : start + CHUNK], conn.dialect.name == "sqlite"))
+            query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, ordered[start : start + CHUNK], conn))
             for row in conn.execute(query).mappings():
                 key = str(row["ID"]).lower()
                 texts[key] = (row["Note"] or "") if table_name == "AIAgentNote" else example_text(row)

@@ -27,7 +27,8 @@ from memctl.protection import guarded_rows, refusal, tier_of
 from memctl.records import broader_keys, note_record
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.store.changes import INTO_SCOPE, id_in
+from memctl.store.changes import INTO_SCOPE
+from memctl.store.ids import id_in
 from memctl.store.engine import read
 
 TAG = "[memctl "
@@ -116,7 +117,7 @@ def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
     scopes: dict[str, tuple] = {}
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        for source in conn.execute(sa.select(n.c.ID, *[n.c[c] for c in SCOPE_COLUMNS]).where(id_in(n, chunk, conn.dialect.name == "sqlite"))).mappings():
+        for source in conn.execute(sa.select(n.c.ID, *[n.c[c] for c in SCOPE_COLUMNS]).where(id_in(n, chunk, conn))).mappings():
             scopes[str(source["ID"]).lower()] = _scope(source)
     for row in derived:
         rid = str(row["ID"]).lower()

@@ -263,7 +263,8 @@ def test_the_fast_guid_reading_of_sqlite_loads_equals_sqlalchemys(db: Db) -> Non
     """load_notes formats SQLite's stored GUID text itself (speed); it must read exactly what the Uuid type reads."""
     from memctl.context import PhaseContext
     from memctl.phases.base import Overlay
-    from memctl.phases.notes import load_notes, sqlite_guid
+    from memctl.phases.notes import load_notes
+    from memctl.store.ids import sqlite_guid
     from memctl.records import note_record
 
     store = Store(db.engine)

@@ -151,7 +151,7 @@ class ArchivePhase:
             table.c.Status == "Active",
             *revocable_rows(table),
             sa.or_(table.c.ExpiresAt <= ctx.now, used < oldest_allowed),
-            *agent_filter(table, ctx.scope, ctx.engine.dialect.name == "sqlite"),
+            *agent_filter(table, ctx.scope, ctx.engine),
         ]
         found = read_rows(conn, [table.c[c] for c in columns], conditions, (table.c["__mj_CreatedAt"], table.c.ID))
         rows = [r for r in found if str(r["ID"]).lower() not in overlay.removed and in_shard(r, ctx.scope)]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import uuid
-from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -16,7 +13,8 @@ from memctl.records import note_record
 from memctl.similarity import partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal
-from memctl.store.changes import guid_in, id_in, to_db_values
+from memctl.store.changes import to_db_values
+from memctl.store.ids import guid_in, id_in, readable, sqlite_guid
 
 T = TypeVar("T")
 CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
@@ -28,9 +26,9 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def agent_filter(table: sa.Table, scope: Scope, sqlite: bool) -> list[sa.ColumnElement[bool]]:
-    """Return the SQL condition that limits rows to `--agent`, if given (on SQLite, its ID in every spelling)."""
-    return [guid_in(table.c.AgentID, [scope.agent_id], sqlite)] if scope.agent_id else []
+def agent_filter(table: sa.Table, scope: Scope, bind: Any) -> list[sa.ColumnElement[bool]]:
+    """Return the SQL condition that limits rows to `--agent`, if given."""
+    return [guid_in(table.c.AgentID, [scope.agent_id], bind)] if scope.agent_id else []
 
 
 def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:
@@ -61,10 +59,8 @@ def lookup_ids(conn: Connection, table: sa.Table, ids: Iterable[str], columns: S
     """Fetch the rows of `table` whose ID is in `ids`: one query per chunk of the IN-list."""
     wanted = sorted({str(i).lower() for i in ids if i is not None})
     found: dict[str, Mapping[str, Any]] = {}
-    sqlite = conn.dialect.name == "sqlite"
     for chunk in chunks(wanted):
-        # on SQLite in every spelling of a GUID: another application (SQL Server's, .NET's) writes them upper case, dashed
-        query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, chunk, sqlite))
+        query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, chunk, conn))
         for row in conn.execute(query).mappings():
             found[str(row["ID"]).lower()] = row
     return found
@@ -118,32 +114,9 @@ def optional_lower(value: Optional[str]) -> Optional[str]:
     return None if value is None else str(value).lower()
 
 
-_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
-
-
-@lru_cache(maxsize=1 << 16)
-def sqlite_guid(value: Optional[str]) -> Optional[str]:
-    """Return a GUID column's text as SQLAlchemy's Uuid type reads it on SQLite (lowercase, dashed).
-
-    The type stores 32 hex digits; anything else is parsed as uuid.UUID would (and fails as loudly).
-    Kept per value (bounded): a scan repeats each agent's, user's and company's IDs on every row.
-    """
-    if value is None:
-        return None
-    if _HEX32.fullmatch(value):
-        low = value.lower()
-        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
-    return str(uuid.UUID(value))
-
-
 def read_rows(conn: Connection, columns: Sequence[sa.Column], where: Sequence[Any], order_by: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
-    """Yield the rows of a query on `columns` as plain dicts, values as SQLAlchemy's types read them.
-
-    On SQLite, GUID columns are read as their stored text and formatted by `sqlite_guid`:
-    SQLAlchemy's Uuid result processing builds a uuid.UUID per value, most of a large scan.
-    """
-    fast = [c.name for c in columns if isinstance(c.type, sa.Uuid)] if conn.dialect.name == "sqlite" else []
-    selected = [sa.type_coerce(c, sa.String).label(c.name) if c.name in fast else c for c in columns]
+    """Yield the rows of a query on `columns` as plain dicts, values as SQLAlchemy's types read them."""
+    selected, fast = readable(columns, conn)
     names = [c.name for c in columns]
     query = sa.select(*selected).where(*where).order_by(*order_by)
     for row in conn.execute(query.execution_options(yield_per=5000)):

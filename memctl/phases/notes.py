@@ -11,14 +11,14 @@ import sqlalchemy as sa
 
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
-from memctl.phases.common import agent_filter, as_planned, in_shard, sqlite_guid
+from memctl.phases.common import agent_filter, as_planned, in_shard
 from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
 from memctl.protection import revocable
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.store.changes import id_in
+from memctl.store.ids import by_id_status, id_in, readable, sqlite_guid
 from memctl.store.engine import read
 from memctl.vectors import stored_vectors
 
@@ -65,13 +65,11 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
     if not snapshot.touched:
         return snapshot.notes
     ids = sorted(snapshot.touched)
-    sqlite = ctx.engine.dialect.name == "sqlite"
     alone = Overlay(removed=overlay.removed)  # its additions are in the snapshot already
     stored_vectors(ctx).forget(ids)  # read again below: with their vector text, or to be read by with_vectors
     fresh: list[NoteRecord] = []
     for start in range(0, len(ids), CHUNK):
-        # on SQLite every spelling of a GUID, as load_notes' full scan would find it
-        where = id_in(m.note, ids[start : start + CHUNK], sqlite)
+        where = id_in(m.note, ids[start : start + CHUNK], ctx.engine)
         fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors, by_id=True))
     notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
     notes.extend(fresh)  # read by ID: the touched notes still Active
@@ -91,16 +89,11 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     """
     t = m.note
     wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
-    # by_id (`where` names the IDs): SQLite would otherwise pick the Status index and read every
-    # Active note for each chunk of IDs; concatenating '' leaves it only the ID index
-    status = t.c.Status.concat("") if by_id and ctx.engine.dialect.name == "sqlite" else t.c.Status
+    status = by_id_status(t.c.Status, ctx.engine) if by_id else t.c.Status
     conditions = [status == "Active", *where]
-    conditions += agent_filter(t, ctx.scope, ctx.engine.dialect.name == "sqlite")
+    conditions += agent_filter(t, ctx.scope, ctx.engine)
     conditions += agent_condition(t, ctx)
-    # On SQLite, GUID columns are read as their stored text and formatted here: SQLAlchemy's Uuid
-    # result processing builds a uuid.UUID per value (7 per row: ~40 % of a 100k-row load).
-    fast = [c for c in wanted if isinstance(t.c[c].type, sa.Uuid)] if ctx.engine.dialect.name == "sqlite" else []
-    columns = [sa.type_coerce(t.c[c], sa.String).label(c) if c in fast else t.c[c] for c in wanted]
+    columns, fast = readable([t.c[c] for c in wanted], ctx.engine)
     query = sa.select(*columns).where(*conditions)
     with_vector = "EmbeddingVector" in wanted
     store = stored_vectors(ctx)
@@ -189,16 +182,15 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
         with read(ctx.engine) as conn:
             if len(wanted) > SCAN_ABOVE:
                 query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
-                query = query.where(*agent_filter(t, ctx.scope, ctx.engine.dialect.name == "sqlite"))
+                query = query.where(*agent_filter(t, ctx.scope, ctx.engine))
                 query = query.where(*agent_condition(t, ctx))
                 rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
             else:
                 ids = sorted(wanted)
-                sqlite = ctx.engine.dialect.name == "sqlite"  # every spelling of an ID, as the scan above finds it
                 rows = (
                     row
                     for start in range(0, len(ids), CHUNK)
-                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(id_in(t, ids[start : start + CHUNK], sqlite)))
+                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(id_in(t, ids[start : start + CHUNK], ctx.engine)))
                 )
             for stored_id, text in rows:
                 note_id = str(stored_id).lower()

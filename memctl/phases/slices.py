@@ -26,10 +26,10 @@ import sqlalchemy as sa
 
 from memctl import temporal, text
 from memctl.context import PhaseContext
-from memctl.phases.common import sqlite_guid
 from memctl.similarity import normalise_id
 from memctl.store import models as m
 from memctl.store.engine import read
+from memctl.store.ids import as_stored, guid_reader
 
 #: agents named in one slice at most: one IN-list of their spellings (SQL Server takes ~2,100 parameters)
 SLICE_AGENTS = 500
@@ -100,13 +100,12 @@ def in_slice(ctx: PhaseContext) -> Callable[[Optional[str]], bool]:
 
 def _stored_agent(table: sa.Table, ctx: PhaseContext) -> Any:
     """The AgentID column as the store holds it: on SQLite its text, in whatever spelling it was written."""
-    return sa.type_coerce(table.c.AgentID, sa.String) if ctx.engine.dialect.name == "sqlite" else table.c.AgentID
+    return as_stored(table.c.AgentID, ctx.engine)
 
 
 def _key_of_stored(ctx: PhaseContext, stored: Any) -> Optional[str]:
     """The agent part of a partition key for an AgentID as the store holds it (`_stored_agent`)."""
-    sqlite = ctx.engine.dialect.name == "sqlite"
-    return _agent_key(sqlite_guid(stored) if sqlite and stored is not None else stored)
+    return _agent_key(guid_reader(ctx.engine)(stored))
 
 
 def _agent_key(agent_id: Optional[Any]) -> Optional[str]:

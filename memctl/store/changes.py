@@ -28,6 +28,7 @@ from memctl.settings import parse_time
 from memctl.store import models as m
 from memctl.store.created import created_note, loggable
 from memctl.store.engine import write
+from memctl.store.ids import id_texts
 from memctl.store.values import value_problem
 
 TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example, "memctl_review": m.review}
@@ -167,39 +168,6 @@ def _check_review_mutation(mutation: Mutation) -> None:
 RAW_ID = "__memctl_raw_id"  # on SQLite, the ID column's text exactly as stored
 
 
-def id_spellings(record_id: str) -> list[str]:
-    """Return the ways a GUID may be stored as text on SQLite (SQLAlchemy's 32 hex digits, or
-    another application's dashed form), in either case."""
-    hexed = uuid.UUID(record_id).hex
-    dashed = str(uuid.UUID(hexed))
-    return [hexed, hexed.upper(), dashed, dashed.upper()]
-
-
-def id_in(table: sa.Table, ids: Sequence[str], sqlite: bool, plain: bool = False) -> sa.ColumnElement[bool]:
-    """Return "the row's ID is one of `ids`": on SQLite, compared as stored text in every spelling
-    (`id_spellings`), or only SQLAlchemy's with `plain`; elsewhere as the GUID type compares."""
-    return guid_in(table.c.ID, ids, sqlite, plain)
-
-
-def guid_in(column: sa.ColumnElement[Any], ids: Sequence[str], sqlite: bool, plain: bool = False) -> sa.ColumnElement[bool]:
-    """Return "the GUID column's value is one of `ids`", as `id_in` compares a row's ID."""
-    if not sqlite:
-        return column.in_(ids)
-    return sa.type_coerce(column, sa.String).in_(_id_texts(ids, plain))
-
-
-def _id_texts(ids: Sequence[str], plain: bool) -> list[str]:
-    """The texts `id_in` looks a SQLite row's ID up by (an ID that is no GUID: as given)."""
-    return [t for i in ids for t in (_spelled(i, plain) or [i])]
-
-
-def _spelled(record_id: str, plain: bool) -> Optional[list[str]]:
-    try:
-        return [uuid.UUID(record_id).hex] if plain else id_spellings(record_id)
-    except ValueError:
-        return None
-
-
 @lru_cache(maxsize=64)
 def _by_id_query(table: sa.Table, sqlite: bool, lock: bool, skip: tuple[str, ...]) -> sa.Select:
     """`rows_by_id`'s read, built once per table and shape: the IDs are one expanding parameter,
@@ -244,7 +212,7 @@ def rows_by_id(
     query = _by_id_query(table, sqlite, lock, tuple(sorted(skip)))
     for start in range(0, len(ids), CHUNK):
         chunk = list(ids[start : start + CHUNK])
-        for row in conn.execute(query, {"ids": _id_texts(chunk, plain) if sqlite else chunk}).mappings():
+        for row in conn.execute(query, {"ids": id_texts(chunk, plain) if sqlite else chunk}).mappings():
             key = str(row["ID"]).lower()
             if key not in rows or (sqlite and row[RAW_ID] == uuid.UUID(key).hex):
                 rows[key] = row
