@@ -1,15 +1,10 @@
 """The AIAgent row memctl's runs belong to.
 
-By default memctl records its runs under its own row (`models.MEMCTL_AGENT_ID`, named
-"memctl"), created on the first recorded run. On a MemberJunction database that row looks like
-MJ's own maintenance agent, the Memory Manager: restricted (`IsRestricted`, so it is not offered
-to users), injecting no notes or examples into its own prompts (`InjectNotes`,
-`InjectExamples`) and writing no memory in flight (`AllowMemoryWrite`), each where the AIAgent
-table has the column (MJ v2.111+, v5.26+); it is also left out of retention archival
-(`AutoArchiveEnabled`). memctl's own schema has none of MJ's flags, so there it is a plain row.
-
-An operator may name an existing row instead (`agent_id` / `MEMCTL_AGENT_ID`, e.g. to record
-under MJ's Memory Manager row); memctl never creates or changes that row, and refuses to run
+By default memctl records its runs under its own row (`models.MEMCTL_AGENT_ID`, "memctl"),
+created on the first recorded run. On a MemberJunction database it is flagged like MJ's Memory
+Manager (`MAINTENANCE_FLAGS`: restricted, injecting no notes or examples, writing no memory;
+each where the column exists) and left out of retention archival. An operator may name an
+existing row instead (`agent_id`); memctl never creates or changes it, and refuses to run
 (exit 2) when it does not exist.
 """
 

@@ -2,8 +2,8 @@
 
 As MemberJunction's own contradiction prompt orders it: created more than 7 days apart, the
 newer one; otherwise the higher ImportanceScore, where both notes have one; otherwise the more
-accessed one; otherwise neither (a person decides: `memctl review`). Both LLM phases read it: the contradiction phase to
-pick a winner, consolidation to check that a merged note keeps the value this rule keeps.
+accessed one; otherwise neither (a person decides: `memctl review`). The contradiction phase
+picks winners by it; consolidation checks that a merged note keeps the value it keeps.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Authority:
 
 
 def authority(a: NoteRecord, b: NoteRecord) -> Optional[Authority]:
-    """Apply FR-022: newer by more than 7 days, else more important, else more accessed; None when neither decides."""
+    """Apply FR-022: newer by over 7 days, else more important, else more accessed; else None."""
     gap = abs(a.created_at - b.created_at)
     if gap > SUPERSEDE_AFTER:
         newer, older = (a, b) if a.created_at > b.created_at else (b, a)

@@ -44,7 +44,7 @@ class GateDecision:
 
 
 def last_completed_maintenance(conn: sa.Connection, shard: Optional[tuple[int, int]] = None, agent_id: str = m.MEMCTL_AGENT_ID) -> Optional[datetime]:
-    """Return when the last completed maintenance run (of this shard, recorded under `agent_id`) started."""
+    """Return when the last completed maintenance run of this shard (under `agent_id`) started."""
     return conn.execute(
         sa.select(sa.func.max(m.run.c.StartedAt)).where(
             m.run.c.AgentID == agent_id,

@@ -1,18 +1,14 @@
-"""Validate what a saved plan asks before `memctl apply` writes anything (issue 14).
+"""Validate what a saved plan asks before `memctl apply` writes anything.
 
-A plan file is operator input: it may have been edited. Guards prove only that the rows are as
-the plan says; this module checks that what the plan says is something memctl itself could have
-planned: only the actions each phase plans, each on its table with its full guard; an inserted
-note in exactly its sources' scope, with record_id = values.ID; every revocation into a note in
-the same scope or a broader one (absorption, DESIGN 3) that the unit itself guards; a standing
-note that absorbs notes of its own fact (issue 29) in exactly their scope, credited with exactly
-their access figures; no revoke or archive of a note its guard shows Protected, Immutable or
-manual; values of the right type and length (the note length cap included) and no NUL byte
-anywhere. The scope and protection checks read the guards, which apply then compares with the
-rows, so a plan passes only if the rows really are what makes it allowed.
-
-A plan failing any check is refused whole (exit 2, naming the phase, unit, action and record);
-nothing is written, not even a run record.
+A plan file is operator input and may have been edited. Guards prove only that the rows are as
+the plan says; this module checks that what it says is something memctl itself could have
+planned: each phase's own actions, on their tables, with full guards; an inserted note in exactly
+its sources' scope; revocations only into a note of the same or a broader scope (DESIGN 3) that
+the unit guards; a standing note absorbing only notes of its own scope, credited with exactly
+their access figures; no revoke or archive of a Protected, Immutable or manual note; values of
+the right type and length; no NUL byte. These checks read the guards, which apply compares with
+the rows, so a plan passes only if the rows really make it allowed. A failing plan is refused
+whole (exit 2); nothing is written, not even a run record.
 """
 
 from __future__ import annotations
@@ -60,7 +56,7 @@ def check_plan(plan: Plan, settings: Settings, source: str = "plan", archive_sta
             why = _unit_shape_problem(unit)
             if why is not None:
                 raise PlanRefused(f"{source}: plan refused, nothing applied: {where}, unit {unit.key[:80]!r}: {why}")
-            # each action on its own first (its table, values, guard, protection), then against its unit (scopes)
+            # each action on its own first (table, values, guard, protection), then against its unit (scopes)
             for check in (lambda mu: _mutation_problem(phase.phase, allowed, unit, mu, settings, statuses),
                           lambda mu: _unit_problem(unit, mu, phase.phase, planned_at)):
                 for mutation in unit.mutations:

@@ -1,15 +1,11 @@
 """What a plan or a run changes, as people read it: every record with its text.
 
-Phases plan with record IDs; an operator previewing a revocation wants to read what would be
-taken away. After a phase plans, `attach_texts` stores the text of every record its units touch
-in `Unit.detail["texts"]` (display data only: apply never reads it), so the texts travel with
-`--json` and with a plan saved by `--plan-out`, and a plan applied later shows what it previewed.
-The texts are read once per phase, in batched IN-lists, from the rows the plan was made on (or,
-in a dry-run, from the notes earlier phases would create).
-
-`entries` turns a phase plan into `Entry` items (a merge with its sources, a revoked loser with
-its winner and the rule that decided, each archived record with its reason); `run_entries`
-rebuilds the same items for a finished run from its change log, for `memctl runs show`.
+After a phase plans, `attach_texts` stores the text of every record its units touch in
+`Unit.detail["texts"]` (display data only: apply never reads it), so the texts travel with
+`--json` and `--plan-out`, and a plan applied later shows what it previewed. `entries` turns a
+phase plan into `Entry` items (a merge with its sources, a loser with its winner and rule, an
+archived record with its reason); `run_entries` rebuilds them for a finished run from its change
+log (`memctl runs show`).
 """
 
 from __future__ import annotations
@@ -164,7 +160,7 @@ def _read_texts(conn: Connection, wanted: Mapping[str, set[str]]) -> dict[str, s
 
 
 def entries(plan: PhasePlan, skipped: Sequence[tuple[str, str]] = ()) -> list[Entry]:
-    """Return the changes of a phase plan as entries; `skipped` (record, why) marks what apply skipped."""
+    """Return the changes of a phase plan as entries; `skipped` (record, why) marks skipped ones."""
     why = {record.lower(): reason for record, reason in skipped}
     out: list[Entry] = []
     for unit in plan.units:
@@ -214,7 +210,7 @@ def _rule_of(reason: str) -> str:
 
 
 def run_entries(engine: Engine, run_id: str) -> dict[Optional[str], list[Entry]]:
-    """Return the entries of a finished run, per step ID, rebuilt from the change log and current texts."""
+    """Return the entries of a finished run per step ID, from the change log and current texts."""
     c = m.change
     with read(engine) as conn:
         rows = list(conn.execute(sa.select(c).where(c.c.RunID == run_id).order_by(c.c.ID)).mappings())
@@ -273,7 +269,7 @@ def _change_entries(rows: Iterable[Mapping[str, Any]], texts: Mapping[str, str])
             kind = (
                 "contradiction" if reason.startswith("Contradicted") and action == "revoke"
                 else "absorb" if reason.startswith("Absorbed")
-                else "merge" if reason.startswith("Consolidated into")  # into a standing note memctl never writes (Immutable)
+                else "merge" if reason.startswith("Consolidated into")  # into an Immutable standing note
                 else "review"
             )
             roles = {

@@ -81,7 +81,7 @@ def refusal(action: str, tier: Any, auto_generated: bool, status: Optional[str] 
 
 
 def revocable(tier: Any, auto_generated: bool) -> bool:
-    """Whether memctl may merge, revoke or archive a record (auto-generated, neither Immutable nor Protected)."""
+    """Whether memctl may merge, revoke or archive a record (auto-generated, not Immutable or Protected)."""
     return refusal("revoke", tier, auto_generated) is None
 
 

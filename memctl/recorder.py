@@ -139,11 +139,7 @@ class RunRecorder:
             conn.execute(m.run_step.update().where(m.run_step.c.ID == step_id).values(**values))
 
     def record_steps(self, steps: Sequence[FinishedStep], parent_id: Optional[str] = None) -> None:
-        """Write steps that are already over in one transaction (one statement), numbered in order.
-
-        A phase's children are written after its units are applied: one transaction for all of
-        them instead of two per child (at 100,000 notes that is ~2,200 children).
-        """
+        """Write steps that are already over in one transaction (one statement), numbered in order."""
         if not steps:
             return
         with self._mutex:
@@ -156,8 +152,8 @@ class RunRecorder:
     def record_finished_run(self, message: str, result: Any, steps: Sequence[FinishedStep], success: bool = True) -> str:
         """Write a run that is already over (a gate skip, a stuck lock) and its steps in one transaction.
 
-        One transaction, so a process killed meanwhile leaves no Running run behind that no lease
-        would ever let the next run close.
+        So a process killed meanwhile leaves no Running run behind that no lease would let the next
+        run close.
         """
         now = self.clock()
         run_values = {

@@ -109,11 +109,11 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
 
 
 def with_vector_text(note: NoteRecord, text: Optional[str]) -> NoteRecord:
-    """Return `note` with its EmbeddingVector text set: `dataclasses.replace`, ~20x cheaper.
+    """Return `note` with its EmbeddingVector text set: a cheaper `dataclasses.replace`.
 
-    replace() runs __init__ and each frozen field's checks; this copies the instance dict (the
-    record has no invariants beyond its fields). A state `memctl.settled.note_state` kept on the
-    record is copied too, and stays right: it leaves the vector text out.
+    It copies the instance dict instead of running __init__ (the record has no invariants beyond
+    its fields). A cached `memctl.settled.note_state` is copied too and stays right: it leaves
+    the vector text out.
     """
     copy = object.__new__(NoteRecord)
     copy.__dict__.update(note.__dict__)

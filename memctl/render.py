@@ -1,9 +1,8 @@
 """Terminal rendering of previews and runs (rich): texts fitted to a terminal, never cut when piped.
 
-On a terminal a preview shows each record's text on up to `TEXT_LINES` lines of the terminal's
-width, the last one ending in an ellipsis when the text is longer; `--json` and `--plan-out`
-carry the full texts. Piped (cron mail, a log file) nothing is fitted: every line is printed
-whole, and the consoles report a very wide width so that tables are not folded at 80 columns.
+On a terminal a preview shows each record's text on up to `TEXT_LINES` lines, the last ending in
+an ellipsis when the text is longer (`--json` and `--plan-out` carry the full texts). Piped,
+every line is printed whole, and the consoles report a very wide width so nothing is folded.
 """
 
 from __future__ import annotations

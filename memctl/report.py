@@ -1,14 +1,9 @@
 """A Markdown report of a run or a dry-run, fit for cron mail or a ticket (`--format markdown`).
 
-The report says what each phase changed (or would change), with the texts of the records, the
-counts of each phase's step, and the pairs flagged for review. It is plain text first: it reads
-as well in a mail client that shows it raw as in a tracker that renders it. Nothing is cut
-silently: texts are complete, and a long list ends with a line saying how many entries are not
-shown and where to find them all.
-
-Two sources give the same view: a live `RunReport` (the command just ran or previewed) and a
-finished run read back from the store (`memctl runs show RUN --format markdown`), whose changes
-come from the change log (`memctl.preview.run_entries`).
+It shows what each phase changed (or would change) with the records' texts, each step's counts,
+and the pairs flagged for review, and reads as well raw as rendered. Nothing is cut silently: a
+long list ends with a line saying how many entries are not shown. The view comes from a live
+`RunReport` or from a finished run read back from the store (`memctl runs show RUN`).
 """
 
 from __future__ import annotations

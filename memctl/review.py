@@ -1,17 +1,14 @@
 """Contradictions flagged for an operator: list them, resolve one, or dismiss it (`memctl review`).
 
-The contradictions phase flags a pair instead of revoking a note when the authority rule cannot
-decide (created within 7 days of each other, the same ImportanceScore or not both set, the same
-access count) or when the loser is a note memctl never revokes
-(Protected, Immutable, manual). An operator settles the pair here:
+The contradictions phase flags a pair when the authority rule cannot decide or the loser is a
+note memctl never revokes (Protected, Immutable, manual). An operator settles it here:
 
 - resolve, keeping one note: the other is revoked into it (action "resolve": allowed on manual
-  and Protected notes because an operator asked for it, never on an Immutable one), and the
-  review row becomes Resolved with KeptNoteID;
+  and Protected notes, never on an Immutable one); the row becomes Resolved with KeptNoteID;
 - dismiss: both notes stay, the row becomes Dismissed, and the pair is never flagged again.
 
-Settling is a recorded run ("memctl review resolve") planned and applied like any phase, with a
-change-log row per change, so `memctl undo RUN` brings the note back and reopens the pair.
+Settling is a recorded run planned and applied like any phase, so `memctl undo RUN` brings the
+note back and reopens the pair.
 """
 
 from __future__ import annotations
@@ -150,7 +147,7 @@ def open_reviews(engine: Engine) -> list[ReviewItem]:
 
 
 def find_review(engine: Engine, pair_id: str) -> ReviewItem:
-    """Return the flagged pair `pair_id` (its full ID or a unique prefix); UsageError when there is none."""
+    """Return the flagged pair `pair_id` (its full ID or a unique prefix); UsageError if none."""
     wanted = pair_id.strip().lower()
     if len(wanted) < MIN_PREFIX:
         raise UsageError(f"PAIR_ID {pair_id!r} is too short: give the pair's ID (see `memctl review`)")
@@ -166,7 +163,7 @@ def find_review(engine: Engine, pair_id: str) -> ReviewItem:
 
 
 def _pick_note(item: ReviewItem, note_id: str) -> ReviewNote:
-    """Return the note `--keep` names: A or B (the pair's first or second note, as `memctl review` lists them) or a note ID (prefix)."""
+    """Return the note `--keep` names: A or B (as `memctl review` lists them) or a note ID (prefix)."""
     wanted = note_id.strip().lower()
     if wanted in ("a", "b"):
         matches = [item.note_a_id if wanted == "a" else item.note_b_id]

@@ -21,12 +21,8 @@ from sqlalchemy.engine import make_url
 from memctl.errors import ConfigError
 
 DEFAULT_DB_FILE = "memctl.db"
-#: the default cap of llm_concurrency = "auto". 32 requests in flight keep a hosted API busy
-#: (the first dream at 10k notes made 106 requests at 37f1651, issue 25: 32 at a time is 4 rounds,
-#: 14 at the old fixed 8) while staying at 400 to 1,000 requests a minute at 2 to 5 s each, under
-#: many accounts' rate limits (beyond one, the API answers 429 and auto backs off). Each request
-#: in flight holds two threads and a connection; more than 32 pays little more: the client's own
-#: CPU per request (a few ms) on two cores starts to be the bound.
+#: the default cap of llm_concurrency = "auto": enough to keep a hosted API busy while staying under
+#: many accounts' rate limits; beyond it the client's own CPU per request starts to be the bound
 CONCURRENCY_MAX = 32
 
 
@@ -43,9 +39,8 @@ class Settings:
     llm_model: Optional[str] = None
     llm_timeout: float = 60.0
     llm_max_retries: int = 4
-    #: requests in flight: "auto" (grow while latency holds, back off when it rises and on
-    #: timeouts, 429 and 503, within llm_concurrency_max) or a number that pins the bound (halved
-    #: on timeouts, 429 and 503, grown back to it after a run of successes)
+    #: requests in flight: "auto" (grow while latency holds, back off on rising latency, timeouts,
+    #: 429 and 503) or a number that pins the bound (halved on those, grown back after successes)
     llm_concurrency: Union[int, str] = "auto"
     #: the cap of llm_concurrency = "auto" (a pinned number is its own ceiling); see CONCURRENCY_MAX
     llm_concurrency_max: int = CONCURRENCY_MAX
@@ -88,9 +83,8 @@ class Settings:
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False
-    #: a scope of more Active notes than this is read by the LLM phases in slices of whole agents
-    #: of at most this many notes (an agent with more is a slice alone): peak memory follows the
-    #: largest slice, not the store (memctl/phases/slices.py); 0 = always the whole scope at once
+    #: a scope of more Active notes than this is read by the LLM phases in slices of whole agents,
+    #: so peak memory follows the largest slice (memctl/phases/slices.py); 0 = the whole scope at once
     slice_notes: int = 150_000
 
     prune_cap: int = 200
@@ -120,8 +114,7 @@ class Settings:
 
     @property
     def masked_db_url(self) -> str:
-        """Return the database URL with its password hidden."""
-        return mask_url(self.db_url)
+            return mask_url(self.db_url)
 
     @property
     def is_embedded_default(self) -> bool:

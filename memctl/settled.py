@@ -1,31 +1,17 @@
 """Settled partitions: a partition whose planning found nothing to do is not planned again until it changes.
 
-Most of a large store is the same from one night to the next. Re-planning an unchanged partition
-decodes its vectors, re-clusters it and re-derives every question only to find each answer in the
-verdict cache and nothing to do. So when a phase plans a partition and finds nothing to do, with
-every question answered (none failed, none paused after an unusable reply, none left for a later
-run), it records a *settled mark*: a key that hashes everything that planning depends on —
+When a phase plans a partition to nothing with every question answered (none failed, paused or
+left for a later run), it records a *settled mark*: a key hashing everything planning depends on:
+the phase and `VERSION`; `plan_settings`; the judge's model and prompt-template hashes; every note
+of the partition as planning sees it (`__mj_UpdatedAt` included, the vector text not: rewriting a
+vector moves `__mj_UpdatedAt`); and whatever else the phase compares it with (broader partitions,
+pairs under review). The mark is content-addressed ("this exact input plans to nothing"), so it
+can be written while planning and needs no undo: any edit, setting or prompt change gives another
+key. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run never writes them and
+`--replan` ignores them.
 
-- the phase and a version of this rule;
-- the settings that can change a plan (`plan_settings`: thresholds, cluster sizes, embedder,
-  judge configuration, caps; not secrets, the database, the clock or concurrency);
-- the judge's model and the hashes of its prompt templates;
-- every note of the partition as planning sees it (all its loaded columns, `__mj_UpdatedAt`
-  included, except the vector text: a vector is rewritten with its row, which moves
-  `__mj_UpdatedAt`, as MemberJunction's entity layer and triggers do), and whatever else the
-  phase compares it with (the broader partitions a user partition may be absorbed into; the pairs
-  already under review).
-
-The mark is content-addressed: it says "this exact input plans to nothing", which stays true
-whatever happens later, so it can be written while planning, it needs no undo, and a note edited,
-added or removed, a setting or a prompt changed gives another key and the partition is planned
-again. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run reads them, never
-writes them. `--replan` (settings `replan`) ignores them.
-
-Each run also records (`save_share`) the share of its partitions that are settled afterwards (one row, kind
-`share:settled:<phase>`): when it is at least half, the next run reads notes without their
-vector text and fetches vectors for the partitions it plans; otherwise one scan with the vectors
-is cheaper. That prediction only ever changes speed, never a plan.
+Each run also records the share of its partitions settled afterwards (`save_share`), from which
+the next run predicts how to read vectors: that changes only speed, never a plan.
 """
 
 from __future__ import annotations
@@ -48,9 +34,7 @@ from memctl.store import models as m
 from memctl.store.engine import read, write
 from memctl.store.verdicts import VerdictCache
 
-#: bump when what a settled mark covers changes: every old mark is then ignored. 2 (issue 28):
-#: a settled partition's cached verdicts pass the copy checks; older marks may rest on cached
-#: copies of a prompt's example, which are now asked again
+#: bump when what a settled mark covers changes: every old mark is then ignored
 VERSION = 2
 
 #: settings that cannot change what a phase plans (how it runs, where, when, and secrets)
@@ -83,10 +67,8 @@ def plan_settings(settings: Settings) -> dict[str, Any]:
 def note_state(note: NoteRecord) -> str:
     """Return a note as planning sees it, minus its vector text, as canonical text.
 
-    The repr of the tuple of its values (text, numbers, booleans, None and aware UTC datetimes)
-    is unambiguous and about ten times cheaper than JSON of the same values. It is kept on the
-    record, which is frozen: the two LLM phases digest the same records (the contradiction
-    phase reuses the consolidation phase's snapshot), 10 us a note.
+    The repr of its values is unambiguous and much cheaper than JSON. It is kept on the (frozen)
+    record, since both LLM phases digest the same records.
     """
     state = note.__dict__.get(_STATE)
     if state is None:
@@ -125,7 +107,7 @@ class SettledMarks:
         self.considered = self.skipped = self.marked = 0
 
     def key(self, *parts: Any) -> str:
-        """Return the mark key of a partition described by `parts` (its notes' states and what they meet)."""
+        """Return the mark key of a partition described by `parts` (its notes' states, what they meet)."""
         canonical = json.dumps([*self._prefix, *parts], sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -133,13 +115,12 @@ class SettledMarks:
         """Return whether most partitions were settled after this phase's last run (a prediction).
 
         Then the phase reads notes without their vector text and fetches vectors only for the
-        partitions it plans; otherwise (a first run, a store that changed a lot, --replan) one
-        scan with the vectors is cheaper than two. Only speed depends on this, never a plan.
+        partitions it plans; otherwise one scan with the vectors is cheaper than two.
         """
         return self.settled_share() >= MOSTLY_SETTLED
 
     def settled_share(self) -> float:
-        """Return the share of partitions settled after this phase's last run (0 when unknown or disabled)."""
+        """Return the share of partitions settled after this phase's last run (0 if unknown or disabled)."""
         if not self.enabled:
             return 0.0
         with read(self.cache.engine) as conn:
@@ -152,7 +133,7 @@ class SettledMarks:
         return settled / partitions if partitions > 0 and settled >= 0 else 0.0
 
     def save_share(self) -> None:
-        """Remember how many of the partitions this run considered are settled now (never in a dry-run)."""
+        """Record how many of the partitions this run considered are settled now (never in a dry-run)."""
         if self.cache.dry_run or not self.considered:
             return
         row = {
@@ -167,7 +148,7 @@ class SettledMarks:
             pass  # a shard worker wrote it at the same moment: either figure will do for a prediction
 
     def settled(self, keys: Iterable[str]) -> set[str]:
-        """Return which of `keys` (every partition this run considers) are marked settled (none when disabled)."""
+        """Return which of `keys` (every partition this run considers) are marked settled."""
         keys = list(keys)
         self.considered += len(keys)
         found = set(self.cache.get_many(keys)) if self.enabled else set()

@@ -1,17 +1,9 @@
 """Partitions, blocked cosine similarity, consolidation clusters and contradiction pairs.
 
-Pure numpy, no database. Vectors are compared by dot product of unit rows, one block of rows
-against the others at a time, so memory stays at block x N floats however large a partition is.
-Pairs and clusters only need each unordered pair once, so they compute the upper triangle
-(row block against the rows after it): half the multiply work, and every pair's similarity is
-one number, never two values that differ in the last bit depending on which side computed it.
-
-Comparisons are in float32 against float32(threshold), inclusive: a pair whose returned
-similarity equals the threshold is in. BLAS may round a product differently for another block
-size, so a similarity can move in its last bit between block sizes (never within one call).
-
-Clustering is a deterministic greedy pass (see `clusters`): the rows are first put in the
-caller's order-key order, so the computation, bit for bit, does not depend on input row order.
+Unit rows are compared one row block at a time (memory stays at block x N floats); pairs and
+clusters use only the upper triangle, so each pair's similarity is computed once. Comparisons are
+float32 against float32(threshold), inclusive; a similarity may differ in its last bit between
+block sizes (never within one call).
 """
 
 from __future__ import annotations
@@ -45,8 +37,7 @@ def normalise_id(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
-#: a GUID in its usual spelling, either case (an identifier: hex digits, ASCII by definition); the one
-#: pattern memctl reads GUIDs by
+#: a GUID in its usual spelling, either case; the one pattern memctl reads GUIDs by
 GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -75,11 +66,9 @@ def normalise_scopes(raw: str | None) -> str | None:
 def partition_key(note: NoteRecord) -> PartitionKey:
     """Return the exact scope tuple a note may be merged or compared within.
 
-    IDs are compared case-insensitively (SQL Server returns uppercase GUIDs, Postgres lowercase),
-    so they are lowercased; PrimaryScopeRecordID, another system's key, only when it is a GUID.
-    An empty string is kept distinct from NULL: NULL means "broader", and treating "" as NULL
-    could widen a note's visibility. Build a consolidated note's scope from a member row, not
-    from this key, so the stored IDs keep their original spelling.
+    IDs are lowercased (PrimaryScopeRecordID only when it is a GUID). "" stays distinct from
+    NULL, which means "broader". Build a consolidated note's scope from a member row, not from
+    this key, so stored IDs keep their original spelling.
     """
     return (
         normalise_id(note.agent_id),
@@ -227,13 +216,10 @@ def clusters(
 ) -> list[list[int]]:
     """Group rows into consolidation clusters; each list is [seed, members best first].
 
-    Deterministic greedy pass: seeds are taken in order_keys order (pass unique keys such as
-    (created_at, id); ties would fall back to input order). A seed's cluster is the seed plus
-    the not-yet-clustered rows with cosine >= threshold to the seed, best first (ties by order
-    key), capped at max_size, so a larger group is split and its leftovers seed or join later
-    clusters. When a seed gathers fewer than min_size rows, no cluster is formed and its
-    candidates stay free: they, and the seed itself, may still join a later seed's cluster.
-    Every member is >= threshold to its seed; clusters are returned in seed order.
+    Deterministic greedy pass over seeds in order_keys order (pass unique keys such as
+    (created_at, id)). A cluster is the seed plus the unclustered rows with cosine >= threshold
+    to it, best first, capped at max_size. A seed with fewer than min_size rows forms no
+    cluster, and it and its candidates stay free to join later clusters.
     """
     if not 2 <= min_size <= max_size:
         raise ValueError(f"need 2 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
@@ -284,8 +270,7 @@ def clusters(
             assigned[members] = True
             found.append([seed, *members.tolist()])
         else:
-            # No cluster: every candidate is known here (fewer than min_size - 1), so the
-            # later ones learn that this free seed is a candidate of theirs.
+            # No cluster: tell the later candidates that this free seed is a candidate of theirs.
             for c, s in zip(cols.tolist(), sims):
                 if c > seed:
                     earlier.setdefault(c, []).append((seed, s))

@@ -1,58 +1,30 @@
 """Rewrite relative time expressions in note text as absolute dates.
 
-"Yesterday we moved to Redis" is only true relative to the day it was written. Before notes are
-merged (by the LLM or by the offline extractive merge) their relative expressions are rewritten
-against each note's created date, and a consolidated note is refused while `find_relative` still
-finds one (FR-015). Both functions run the same scanner over the same rules, so whatever
-`normalise` rewrites is exactly what `find_relative` reports, and
-`find_relative(normalise(text, day)) == []` for every text.
+"Yesterday we moved to Redis" is only true relative to the day it was written, so before notes are
+merged their relative expressions are rewritten against each note's created date, and a consolidated
+note is refused while `find_relative` still finds one (FR-015). Both functions run the same scanner,
+so `find_relative(normalise(text, day)) == []` for every text.
 
-Conventions, shown for a reference of Monday 2026-03-16:
+Conventions (reference Monday 2026-03-16):
 
-- Resolution is the day. A datetime reference is reduced to its UTC date (a naive one is taken as
-  UTC); "2 hours ago" and "just now" become "on 2026-03-16".
-- Days: "yesterday" -> "on 2026-03-15", "3 days ago" -> "on 2026-03-13", "in 3 days" ->
-  "on 2026-03-19". A part of the day is kept: "this morning" -> "on the morning of 2026-03-16",
-  "last night" -> "on the night of 2026-03-15".
-- Weeks are ISO weeks (Monday first), named by their Monday: "last week", "a week ago" -> "in the
-  week of 2026-03-09"; "two weeks ago" -> "in the week of 2026-03-02". Weekends are named by their
-  Saturday: "last weekend" -> "on the weekend of 2026-03-14".
-- Weekdays: "last" / "this" / "next" pick that day in the previous / current / following ISO week:
-  "last Friday" -> 2026-03-13, "this Friday" -> 2026-03-20, "next Monday" -> 2026-03-23.
-  "this past Friday" / "this coming Friday" are the nearest such day strictly before / after.
-  A bare weekday ("on Friday", "on Mondays") is left alone and not reported: it may be recurring,
-  past or future, and the text does not say which.
-- Months, quarters and years are calendar units: "last month" -> "in February 2026", "in 3 months"
-  -> "in June 2026", "last quarter" -> "in Q4 2025", "next year" -> "in 2027". Years are written
-  with four digits, as in ISO dates. At the ends of the calendar (year 1, year 9999) the offset is
-  stated instead: "next year" -> "1 year after 9999-12-31".
-- Vague expressions keep their vagueness: "recently", "lately", "currently", "nowadays", "these
-  days", "at the moment", "at present", "right now", "for now" -> "as of 2026-03-16" ("until
-  recently" -> "until shortly before 2026-03-16"); "the other day" -> "shortly before 2026-03-16";
-  "a few days ago" (any "... ago" not computed) -> "a few days before 2026-03-16"; "in a few weeks"
-  -> "a few weeks after 2026-03-16"; "the past two weeks" -> "the two weeks before 2026-03-16";
-  "until now" -> "until 2026-03-16".
-- The replacement fits where the expression stood: after a preposition it loses its own ("since
-  last week" -> "since the week of 2026-03-09", "until tomorrow" -> "until 2026-03-17"), and so
-  does a sentence's subject before is / was ("Tomorrow is the deadline" -> "2026-03-17 is the
-  deadline"). A possessive becomes an attribute: "yesterday's meeting" -> "the 2026-03-15
-  meeting", "last week's release" -> "the week of 2026-03-09's release". "today's" is treated the
-  same way, since "today's price" in a stored note is as relative as "today". A capitalised
-  expression gets a capitalised replacement ("Yesterday we" -> "On 2026-03-15 we").
-- In German, Spanish, French, Russian, Chinese, Japanese and Arabic, the day words (yesterday,
-  today, tomorrow, the day before / after) become the bare ISO date: "Ana rief gestern an" ->
-  "Ana rief 2026-03-15 an", "昨天" -> "2026-03-15". Ambiguous ones are guarded: German "Morgen"
-  (morning) only in lower case, Spanish "mañana" not after "la"; Arabic "اليوم" is left alone.
-- Left alone, and so not reported: bare "now" ("now that", "the team now uses"), expressions
-  relative to another event rather than to the note ("later", "3 days later", "the following
-  week", "the past two years before the merger"), absolute uses ("the last week of March", "the
-  last Friday before the release", "one of these days", "at the moment of signing"), and
-  hyphenated compounds ("today-only").
-  "in 3 days" is read as a future date even though "finished in 3 days" is a duration: notes state
-  plans far more often than durations, and the validator must not let either through unresolved.
+- Resolution is the day (a datetime is reduced to its UTC date): "yesterday" -> "on 2026-03-15".
+- Weeks are ISO weeks named by their Monday ("last week" -> "in the week of 2026-03-09"), weekends
+  by their Saturday; "last" / "this" / "next" Friday pick that day in the previous / current /
+  following ISO week. Months, quarters and years are calendar units ("last quarter" -> "in Q4 2025").
+- Vague expressions keep their vagueness: "recently" -> "as of 2026-03-16", "a few days ago" ->
+  "a few days before 2026-03-16".
+- The replacement fits the grammar: after a preposition or as a subject it takes the bare form
+  ("since the week of 2026-03-09"), a possessive becomes an attribute ("the 2026-03-15 meeting"),
+  and capitalisation is kept.
+- In German, Spanish, French, Russian, Chinese, Japanese and Arabic, the day words become the bare
+  ISO date ("昨天" -> "2026-03-15"), with ambiguous words guarded (see _OTHER_DAYS).
+- Left alone, and so not reported: a bare weekday ("on Friday": maybe recurring), bare "now",
+  expressions relative to another event ("3 days later"), absolute uses ("the last week of March")
+  and hyphenated compounds. "in 3 days" is always read as a future date: notes state plans far more
+  often than durations.
 
-Matching is case-insensitive on whole words. Where two expressions overlap, the one that starts
-first wins, then the longer ("the day before yesterday" over "yesterday").
+Matching is case-insensitive on whole words; of overlapping expressions the one starting first wins,
+then the longer.
 """
 
 from __future__ import annotations
@@ -244,11 +216,9 @@ def _resolve_ago(match: re.Match[str], reference: date) -> _Phrase:
     return _Phrase.same(f"{match.group('span') or ''}before {reference.isoformat()}")
 
 
-#: the relative day words of the other languages memctl is measured in, as day offsets. They are
-#: rewritten as the bare ISO date ("Ana rief gestern an" -> "Ana rief 2026-03-15 an", "昨天" ->
-#: "2026-03-15"): no grammar of those languages is attempted, the date is what matters. Words that
-#: also mean something else are left out or guarded: German "Morgen" (morning) is only read in
-#: lower case, Spanish "mañana" not after "la" (la mañana: the morning), Arabic "اليوم" (also "the day") not at all.
+#: the relative day words of other languages, as day offsets, rewritten as the bare ISO date (no
+#: grammar is attempted). Ambiguous words are guarded: German "Morgen" (morning) is only read in lower
+#: case, Spanish "mañana" not after "la" (the morning), Arabic "اليوم" (also "the day") not at all.
 _OTHER_DAYS = {
     "vorgestern": -2, "gestern": -1, "heute": 0, "morgen": 1, "übermorgen": 2,
     "anteayer": -2, "antier": -2, "ayer": -1, "hoy": 0, "mañana": 1, "pasado mañana": 2,
@@ -336,8 +306,8 @@ _RULES = (
     _rule(rf"{_START}just\s+now{_END}", _fixed("on {}")),
     _rule(rf"{_START}the\s+other\s+day{_END}", _fixed("shortly before {}")),
     # Bare "now" is too idiomatic to rewrite ("now that"); after these prepositions it is a date.
-    # "now" comes first and the preposition is looked for behind it: tried at every position, eight
-    # look-behinds cost this rule more than all the others together.
+    # "now" comes first and the preposition is looked for behind it: eight look-behinds tried at
+    # every position would be slow.
     _rule(
         rf"now(?:(?<=\bsince\snow)|(?<=\buntil\snow)|(?<=\btill\snow)|(?<=\btil\snow)|(?<=\bto\snow)|(?<=\bby\snow)"
         rf"|(?<=\bof\snow)|(?<=\bfrom\snow)){_END}",
@@ -356,8 +326,8 @@ _RULES = (
 
 @lru_cache(maxsize=16384)
 def _expressions(text: str) -> tuple[tuple[_Rule, re.Match[str]], ...]:
-    """Return the relative expressions of `text` (`_scan`), memoised: what is found does not depend on
-    the reference day, and a dream normalises every note it analyses, many of them with the text of another."""
+    """Return the relative expressions of `text` (`_scan`), memoised: they do not depend on the
+    reference day, and a dream normalises many texts repeatedly."""
     return tuple(_scan(text))
 
 

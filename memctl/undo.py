@@ -1,4 +1,4 @@
-"""Undo a run: put back every record it changed, from the change log (DESIGN 1, issue 'undo').
+"""Undo a run: put back every record it changed, from the change log (DESIGN 1).
 
 The undo is itself a run with its own change log, so an undo can be undone too. It is all or
 nothing: every change is checked first (the record's state against the one the run left, minus

@@ -1,18 +1,11 @@
 """Vectors for notes: stored ones when their model is trusted, cached ones, or computed now.
 
-A partition's vectors always come from one model (DESIGN 7): a partition whose notes all carry
-a valid stored vector of the trusted EmbeddingModelID uses those; any other partition is
-embedded, whole, by the compute embedder. Computed vectors are cached in memctl_embedding as
-float32 bytes keyed by (note, model) with the content hash, so an unchanged note is embedded
-once. A dry-run reads the cache but never writes it.
-
-Stored vectors are JSON text, and decoding them is most of the cost of a large store: each
-note's text is decoded once per run (both LLM phases share the work), as it is read, in batches
-that a helper process shares (`Feed`), and the usual all-floats array is checked in numpy
-rather than element by element. Neither the text nor the decoded vectors of the whole store are
-held in memory: the float32 values go to a temporary file of the run (`StoredVectors`), and a
-partition's matrix is read back when it is planned and released after (`PartitionVectors`), so
-the process's memory follows its largest partitions, not the store's vectors.
+A partition's vectors always come from one model (DESIGN 7): stored vectors of the trusted
+EmbeddingModelID when every note has a valid one, else the compute embedder for the whole
+partition. Computed vectors are cached in memctl_embedding keyed by (note, model) with the content
+hash; a dry-run never writes the cache. Stored JSON vectors are decoded once per run into a
+temporary file (`StoredVectors`) and read back per partition, so memory follows the largest
+partitions, not the store.
 """
 
 from __future__ import annotations
@@ -42,19 +35,15 @@ from memctl.store.engine import read, write
 
 CHUNK = 500
 #: the helper's share of a `Feed` batch started while the rows are still being read: it starts
-#: ahead of this process's part, so it can take more than half. Measured with json (before orjson): at 0.6 this process decoded its 40 % in 6
-#: to 7 s, then waited 1.5 to 3 s for the helper (~200 us a text there, ~160 here). With orjson
-#: this process's part and the wait took 2.7 s in one 100k dream.
+#: ahead of this process's part, so it can take more than half
 AHEAD_SHARE = 0.55
 
 
 class PartitionVectors:
     """One partition's notes and their unit vectors (rows in the same order), and the model.
 
-    A partition of stored vectors holds no matrix of its own: `vectors` reads its rows from the
-    run's `StoredVectors` (decoded once, kept on disk) when asked, and keeps the matrix only while
-    it is among the recently used ones (`RECENT_BYTES` in all), so a phase that goes through every
-    partition of a large store holds about one partition's matrix at a time, not the store's.
+    A stored-vector partition reads its matrix from the run's `StoredVectors` when asked and keeps
+    it only while recently used (`Recent`), so a phase holds about one partition's matrix at a time.
     """
 
     def __init__(
@@ -127,25 +116,18 @@ class Recent:
 
 #: ctx.services key of the run's `StoredVectors`
 STORED = "stored vectors"
-#: texts a `Feed` decodes together (not `embed.stored.FEED_TEXTS`, the texts per pickle to a helper) (one `Decoding`, with a helper process when it is worth one): two such
-#: batches of texts at most are held at once, ~75 MB each of 384-float JSON
+#: texts a `Feed` decodes together (one `Decoding`; not `embed.stored.FEED_TEXTS`): at most two
+#: such batches are held at once, ~75 MB each of 384-float JSON
 FEED_BATCH = 20_000
 
 
 class StoredVectors:
     """The trusted model's stored vectors this run has read, each decoded once, kept on disk.
 
-    A store's vector text is most of its bytes (~3.6 KB of JSON per 384-d note, ~1.5 KB as
-    float32): a million notes' vectors do not fit in a bounded process, as text or decoded. So
-    the text of each note is decoded as it is read (`feed`) and dropped; the float32 values go to
-    a temporary file (deleted when closed, and by the system at once: it has no name), and a
-    partition's matrix is read back from it when the partition is planned (`PartitionVectors`).
-
-    Each entry is the vector of a note *as this run last read its row*: a new read of the note
-    (`load_notes`) replaces the entry when the text changed (same length and hash: kept, not
-    decoded again), and a read without the vector column (`forget`) makes the entry unusable
-    until the text is read again (`with_vectors`), so nothing is planned on a vector older than
-    the note record it goes with. A note with a NULL text has no entry.
+    Texts are decoded as read (`feed`) and dropped; float32 values go to an unnamed temporary file.
+    Each entry is the vector of a note *as this run last read its row*: a changed text replaces it,
+    and a read without the vector column (`forget`) makes it unusable until the text is read again,
+    so nothing is planned on a vector older than its note record.
     """
 
     def __init__(self, trusted: Optional[str]) -> None:
@@ -209,7 +191,6 @@ class StoredVectors:
         buffer = memoryview(out.reshape(-1).view(np.uint8))
         size = 4 * dim
         assert self._file is not None
-        # runs of entries that lie one after another in the file are read in one call
         order = sorted(range(len(slots)), key=lambda r: self._offset[slots[r]])
         start = 0
         while start < len(order):
@@ -285,10 +266,8 @@ class StoredVectors:
 class Feed:
     """Decode stored vector texts into a `StoredVectors` as they are read: `add` each, then `finish`.
 
-    Texts are decoded FEED_BATCH at a time (`Decoding`: a helper process takes a share of each
-    batch), the helper of one batch working while this process reads the next; then the texts are
-    dropped. A text equal to the note's entry (length and hash) is not decoded again. `close`
-    ends the helpers of a feed given up (an error while reading).
+    Texts are decoded FEED_BATCH at a time, a helper process working on one batch while this
+    process reads the next. `close` ends the helpers of a feed given up.
     """
 
     def __init__(self, store: StoredVectors) -> None:
@@ -462,10 +441,9 @@ class VectorIndex:
     def derive(self, note_id: str, content: str, sources: Sequence[NoteRecord]) -> Optional[np.ndarray]:
         """Give a note memctl creates from `sources` a vector of the trusted stored model.
 
-        memctl cannot run the store's model, and a note without a vector of it would push its
-        whole partition onto the compute embedder (another model, other thresholds) from then
-        on. The new note states its sources' facts, so it gets the normalised mean of their
-        vectors, kept in memctl's embedding cache (never written to the note row: DESIGN 7).
+        memctl cannot run the store's model, and a note without one would push its partition onto
+        the compute embedder. So it gets the normalised mean of its sources' vectors, kept in
+        memctl's cache (never written to the note row: DESIGN 7).
         """
         vectors = [self.vector_of(n) for n in sources]
         if not vectors or any(v is None for v in vectors) or len({v.shape for v in vectors}) != 1:  # type: ignore[union-attr]
@@ -541,11 +519,9 @@ class VectorIndex:
     def _stale_dimension(self, found: dict[str, np.ndarray], notes: Sequence[NoteRecord], fresh: Optional[np.ndarray]) -> set[str]:
         """Return the cached vectors whose dimension is not the one the embedder gives now.
 
-        A model may keep its name and change its dimension (another checkpoint behind the same
-        name, a changed `dimensions` setting): its cached vectors are then of no use. The
-        dimension comes from the embedder (`dim`), from the vectors just computed, or, when every
-        note was cached with vectors of several dimensions, from embedding one note again (once
-        per run; never when the cache agrees with itself, so a fully cached run asks nothing).
+        A model may keep its name and change its dimension. The current dimension comes from the
+        embedder's `dim`, the vectors just computed, or (only when the cache disagrees with itself)
+        from embedding one note again, once per run.
         """
         if not found:
             return set()

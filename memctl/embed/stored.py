@@ -20,7 +20,7 @@ from memctl.helper import Helper, read_items, serve_code
 from memctl.helper import cpus as _cpus  # module names the tests patch
 from memctl.helper import runnable_python as _runnable_python
 
-try:  # parses a stored vector's JSON about four times faster than json (27 against 120 us for 384 floats)
+try:  # parses a stored vector's JSON about four times faster than json
     import orjson as _orjson
 except ImportError:  # pragma: no cover - a dependency; json alone gives the same vectors, slower
     _orjson = None  # type: ignore[assignment]
@@ -67,10 +67,8 @@ def content_hash(text: str) -> str:
 def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
     """Return `decode_vector(text)`, computed faster when the text is a JSON array of floats.
 
-    decode_vector checks every element in Python (~150 us for 384 floats); here the text is
-    parsed by orjson where it can be (`_loads`) and the checks of that common case run in numpy
-    (~30 us). Anything else (ints, bools, strings, nesting, blank or invalid text) is left to
-    decode_vector itself, so every input decodes exactly as it would there.
+    That common case is parsed by orjson where it can be and checked in numpy; anything else is
+    left to decode_vector itself, so every input decodes exactly as it would there.
     """
     if text is None:
         return None
@@ -101,10 +99,7 @@ def _loads(text: str) -> Any:
     return json.loads(text)
 
 
-#: decode at least this many texts before a helper process is worth its start (measured, 384 floats
-#: each, with orjson: 10,000 texts 0.43-0.54 s alone / 0.48-0.68 s with it, 20,000 0.84-0.94 /
-#: 0.78-0.87 s, 40,000 1.66-1.93 / 1.27-1.41 s; with json alone: 5,000 0.70 / 0.68 s, 10,000
-#: 1.52 / 1.03 s)
+#: decode at least this many texts (of 384 floats) before a helper process is worth its start
 PARALLEL_DECODE_MIN = 20_000 if _orjson is not None else 8_000
 #: the helper's share of the texts (less than half: it starts later)
 HELPER_SHARE = 0.45
@@ -122,19 +117,12 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
 class Decoding:
     """Stored vector texts being decoded: `decode_stored` of each, in order, from `result()`.
 
-    Decoding JSON floats is CPU-bound and holds the GIL (about 30 us per 384 floats with orjson,
-    150 us with json alone: 3 to 15 s of a 100k-note load), so a large batch is split with one
-    helper process when this process may use a second CPU: the helper starts on the first part
-    (`share` of the texts) at once, and `result()` decodes the rest here, then collects the
-    helper's part. A caller that starts the decoding well before it needs the vectors gives the
-    helper a head start, and so may give it a larger share (`memctl.vectors.Feed`, while it still reads rows). The
-    helper runs the same function, so the result is the same array for every text. A helper
-    that cannot start, dies, hangs or answers anything but its part's vectors leaves its part to
-    this process; a stop (a signal, the run's deadline) while waiting for it ends it at once,
-    and so does `close()`.
-
-    The helper runs only `_serve` (`memctl.helper`: not multiprocessing's spawn, POSIX only);
-    its reply is plain lengths and floats, never unpickled.
+    Decoding is CPU-bound and holds the GIL, so with a second CPU a large batch is split: one
+    helper process (`_serve`, via `memctl.helper`) decodes the first `share` of the texts, and
+    `result()` decodes the rest here; a caller that starts early may pass a larger share. The
+    helper runs the same function, so results are identical; one that fails, hangs or answers
+    anything but its part's vectors leaves its part to this process. A stop while waiting, or
+    `close()`, ends it at once. Its reply is plain lengths and floats, never unpickled.
     """
 
     def __init__(self, texts: Sequence[str], share: float = HELPER_SHARE) -> None:

@@ -1,17 +1,10 @@
 """Measure the configured judge, embedder and prompts on labelled data (`memctl eval`).
 
-An operator runs this before trusting a model or a prompt change: the same corpora, the same
-settings (flag > env > config file), figures that can be compared run to run. Nothing touches the
-operator's store: each evaluation works in a temporary SQLite store that is deleted afterwards.
-With no LLM configured, the offline provider is what is measured.
-
-The harness sits above memctl.api: it drives the product through its public face and grades
-what comes out with its own labels (memctl.evaluation.corpus) and its own matching
-(memctl.evaluation.grader); it never asks the product whether the product was right.
-- corpus: the shipped labelled corpora and the IDs their rows get in a scratch store
-- grader: fact retention, written apart from the product (imports nothing from memctl)
-- consolidation, contradictions: the two measurements
-- report: the figures, as JSON and as tables
+Same corpora and settings every run, so figures compare run to run. Each evaluation works in a
+temporary SQLite store, never the operator's. The harness drives the product through memctl.api
+and grades the output with its own labels (`corpus`) and matching (`grader`, which imports
+nothing from memctl); it never asks the product whether the product was right. `consolidation`
+and `contradictions` are the two measurements; `report` renders the figures.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Consolidation, measured: the real consolidate phase on a scratch copy of the labelled persona corpus.
 
-Each persona is imported as one partition (one user of one agent) with its created dates and
-access counts, and the real consolidate phase runs on it with the operator's judge and embedder,
-the clock frozen at the corpus's reference date. Reported:
-- reduction: (active notes before - after) / before. SC-001 asks for at least 20% on a corpus
-  with known redundancies; `oneNotePerFact` is the reduction if every fact ended as one note.
-- fact retention, graded by memctl.evaluation.grader. A new note that adds context ("Mentioned
-  on 2025-06-29: i only eat kosher.") keeps the fact; a paraphrase that shares few words ("User
-  keeps kosher") does not count, so an LLM that rewrites freely is under-credited: the lost
-  facts are listed, with the note that replaced them, for a person to check.
-- relative dates (as the grader finds them, not as memctl.temporal does): notes holding one
-  before, how many were consolidated, and new notes that still hold one (must be 0). Notes no
-  cluster touched keep their wording.
-- same-fact note pairs merged into one note (did the embedder and judge find the rephrasings?),
-  clusters by verdict with the first reasons a reply was invalid or failed, LLM calls, tokens,
-  cache hits and seconds, as the phase reports them.
-How much a lexical embedder can reduce depends on the corpus's share of re-mentions, which repeat
-the original wording; rephrasings are only found by a semantic embedder. The composition is
-fixed in the builder, not tuned to any figure.
+Each persona is imported as one partition with its dates and access counts, and the phase runs
+with the operator's judge and embedder, the clock frozen at the corpus's reference date.
+Reported: reduction in active notes, fact retention (graded by memctl.evaluation.grader; a free
+paraphrase is under-credited, so lost facts are listed with their replacements for a person to
+check), relative dates left in new notes (must be 0), same-fact pairs merged, cross-fact merges,
+and the phase's own cluster, call, token and time counts.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Contradictions, measured: the judge asked about labelled pairs exactly as the contradictions phase asks.
 
-Each pair is asked with the phase's question and the phase's reply validation (what is measured
-is the judge: the question it gets and the replies memctl accepts from it). A pair counts as
-flagged when the judge's reply says isContradiction at or above the confidence floor, and is
-scored against the pair's gold label from the data: the harness reads the reply and the label
-itself and never asks the product's decision functions. So the phase's own checks on a verdict
-(verdict_guard's veto of pairs naming different subjects or stating the same fact twice, the
-distrust of a judge whose verdicts are all alike) are not applied here: they are memctl deciding
-whether to believe the judge, not the judge. Reported: precision,
-recall, F1, confusion counts, flags by contradictionType and by gold label, failed and
-low-confidence replies, and, for the configured embedder, how many labelled contradictions reach
-the contradiction threshold at all (the phase never asks about a pair below it).
+What is measured is the judge: the phase's question and reply validation. A pair is flagged
+when the reply says isContradiction at or above the confidence floor, and is scored against its
+gold label. The phase's own checks on a verdict (verdict_guard's vetoes, distrust of uniform
+verdicts) are not applied: they are memctl deciding whether to believe the judge. Also reported:
+how many labelled contradictions reach the embedder's contradiction threshold at all.
 """
 
 from __future__ import annotations

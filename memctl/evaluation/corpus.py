@@ -1,13 +1,8 @@
 """The shipped labelled corpora of `memctl eval`, and the IDs their rows get in a scratch store.
 
-memctl/data/eval_consolidation.jsonl (built from held-out PersonaChat personas by
-benchmarks/build_eval_data.py) holds, per persona, its labelled distinct facts and the notes an
-agent stored about them: each fact's original sentence, its crowd-written rephrasing, and 0-2
-later re-mentions with a relative date ("Mentioned again yesterday: ...").
-memctl/data/eval_contradictions.jsonl holds SICK_test pairs (CONTRADICTION as positives, NEUTRAL
-and ENTAILMENT as negatives, 100 each) and held-out PersonaChat pairs (two distinct facts of one
-persona, and a fact with its rephrasing: negatives), interleaved so that `--limit N` takes a
-balanced prefix. The labels are read from the data; nothing here asks the product.
+eval_consolidation.jsonl holds per persona its distinct facts and the notes stored about them;
+eval_contradictions.jsonl holds SICK_test and PersonaChat pairs, interleaved so that `--limit N`
+takes a balanced prefix. Labels come from the data, never the product.
 """
 
 from __future__ import annotations

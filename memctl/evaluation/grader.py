@@ -1,48 +1,9 @@
 """Fact retention: does a note still state a labelled fact (the test `memctl eval` grades with).
 
-The grader is written apart from the product it grades: it imports nothing from memctl (only the
-standard library; tests/test_eval.py checks this), so the consolidate phase is never graded by
-its own text functions. Its rules are small, fixed, and all here:
-
-A fact is retained when one sentence of an active note of its partition states its original or
-its revised wording. Both are read the same way:
-- Sentences: a note is cut after ".", "!" or "?" followed by a space, after "。", "！", "？", and at
-  line breaks. Pieces without a letter or digit are dropped.
-- Text: Unicode NFKC, then casefold; curly apostrophes become "'".
-- Contractions written out: "won't" -> "will not", "can't" / "cannot" -> "can not", "ain't" ->
-  "is not", "n't" -> " not", "'re" -> " are", "'m" -> " am", "'ve" -> " have", "'ll" -> " will",
-  "'d" -> " would"; a remaining "'s" (possessive, or "is", an auxiliary dropped below) goes.
-- Words: runs of letters, combining marks and digits (Unicode categories L, M, N); everything
-  else separates words (so "part-time" is "part time", "2025-06-02" is "2025 06 02"). Digits of
-  any script are read as ASCII digits.
-- The first person is the user: "i", "me", "my", "mine", "myself" -> "user" ("i have two dogs"
-  ~ "User has two dogs"; "my mom" ~ "User's mom").
-- Negations are kept, as the token "<not>": "not", "no", "never", "nor", "neither", "nobody",
-  "nothing", "none", "nowhere".
-- Dropped: the articles "a", "an", "the" and the present-tense auxiliaries "am", "is", "are",
-  "do", "does" ("User does not eat meat" ~ "i don't eat meat"). Tense-bearing words ("was",
-  "did", "will") are kept: a note that changes the tense changes the fact.
-- Folded: "has" -> "have", "goes" -> "go"; a plural or third-person -s of a word of 4+ ASCII
-  letters: "-ies" -> "-y", "-sses" / "-ches" / "-shes" / "-xes" / "-zes" lose "es", any other
-  final "s" goes unless the word ends in "ss", "us" or "is" ("dogs" ~ "dog", "eats" ~ "eat").
-Then an ordered containment test: every word of the fact, in order, in that sentence, with no
-extra negation inside the matched span ("User does not have two dogs" does not state "i have two
-dogs"; "User has two dogs and a cat" does). Extra words around the fact are allowed, so a note
-that adds context ("Mentioned on 2025-06-29: i only eat kosher.") keeps it; a paraphrase that
-shares few words ("User keeps kosher" for "i only eat kosher") does not.
-
-The fact's own relative dates ("my mom is visiting tomorrow") are left out of the test, since
-consolidation must rewrite them; whether the date it wrote is right is not measured. The
-relative dates the grader knows (`relative_dates`) are the kinds the corpus holds, matched
-case-insensitively on whole words:
-- days: "yesterday", "today", "tonight", "tomorrow", "the day before yesterday", "the day after
-  tomorrow"; "this / last / next" + "morning", "afternoon", "evening", "night", "week",
-  "weekend", "month", "year" or a weekday (not after "the": "the last week of March" is a date);
-- counted: "<n> <unit>s ago" and "in <n> <unit>s", where <n> is digits, "a", "an", "one" to
-  "twelve", "twenty", "thirty", "a few", "a couple of" or "several" and the unit a minute, hour,
-  day, week, month or year ("3 days ago", "two weeks ago", "in 24 hours", "in a few years");
-- vague: "recently", "currently", "lately", "nowadays", "these days", "right now", "at the
-  moment", "the other day".
+It imports nothing from memctl (tests/test_eval.py checks this), so consolidation is never graded
+by its own text functions. A fact is retained when a sentence of an active note of its partition
+holds every word of the fact's wording in order, with no extra negation inside the span, both
+normalised by `statement`. The fact's relative dates are left out: consolidation must rewrite them.
 """
 
 from __future__ import annotations
@@ -69,6 +30,7 @@ _CONTRACTIONS = (
 )
 _USER = frozenset({"i", "me", "my", "mine", "myself"})
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "nobody", "nothing", "none", "nowhere"})
+#: "was", "did", "will" stay: a new tense is a new fact
 _DROPPED = frozenset({"a", "an", "the", "am", "is", "are", "do", "does"})
 _IRREGULAR = {"has": "have", "goes": "go"}
 _ASCII_WORD = re.compile(r"^[a-z]+$")
@@ -173,7 +135,9 @@ def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Cut a note into its sentences (see the module docstring); pieces without a letter or digit are dropped."""
+    """Cut a note into its sentences (after . ! ? and a space, after 。！？, at line breaks).
+
+    Pieces without a letter or digit are dropped."""
     pieces = (piece.strip() for piece in _SENTENCE_BREAK.split(text))
     return [piece for piece in pieces if _words(piece)]
 

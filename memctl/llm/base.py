@@ -34,11 +34,10 @@ class JudgeResult(Generic[R]):
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
     raw: Optional[str] = None
-    #: the request failed for a transient reason after every retry (timeouts, dropped connections,
-    #: 429, 5xx): the server is failing, so asking the same questions again one by one would not help
+    #: the request failed for a transient reason after every retry (timeouts, 429, 5xx): the server
+    #: is failing, so asking the same questions again one by one would not help
     outage: bool = False
-    #: the model answered (a completion arrived), whether or not it could be used: a reply that
-    #: is not the schema, cut off or empty is unusable, not an outage (DESIGN 4)
+    #: a completion arrived, usable or not: an unusable reply is not an outage (DESIGN 4)
     answered: bool = False
 
 

@@ -1,10 +1,8 @@
 """Token budgets: how long a reply may be, and whether a question fits the model's context.
 
-memctl has no tokenizer for an arbitrary server's model, so prompt sizes are estimated from
-characters, on the safe side: one token per 3 characters (English prose runs near 4) plus 16
-per UUID (hex IDs split into many tokens). A question whose estimated prompt plus its reply
-budget exceeds `llm_context_tokens` is never sent: a cluster is split into parts that fit (each
-at least the minimum cluster size), and what cannot fit is reported with the reason.
+Prompt sizes are estimated from characters, on the safe side (no tokenizer for an arbitrary
+server's model). A question whose estimate plus reply budget exceeds `llm_context_tokens` is never
+sent: a cluster is split into parts that fit, and what cannot fit is reported.
 """
 
 from __future__ import annotations
@@ -35,10 +33,9 @@ def consolidation_reply_tokens(contents: Sequence[str], max_note_chars: int) -> 
 
 
 def split_to_fit(items: Sequence[T], fits: Callable[[Sequence[T]], bool], min_size: int) -> Optional[list[list[T]]]:
-    """Return `items` cut into consecutive parts that each fit, as few parts as possible.
+    """Return `items` cut into as few consecutive parts that each fit as possible, or None.
 
-    Every part has at least `min_size` items; a remainder smaller than that is left out (as
-    clustering leaves out fragments below the minimum). None when no part size works.
+    Every part has at least `min_size` items; a smaller remainder is left out, as in clustering.
     """
     if fits(items):
         return [list(items)]

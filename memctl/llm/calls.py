@@ -99,53 +99,13 @@ class Limiter:
 class AdaptiveLimiter(Limiter):
     """The `auto` concurrency bound: grows while latency holds, backs off on overload and queueing.
 
-    Why this shape (TCP's congestion control, with latency as the congestion signal as in TCP
-    Vegas and Netflix's concurrency-limits "gradient"):
-
-    - **Start low** (`START`, 4): a one-slot local server then queues at most 4 requests before
-      the first verdict (the 4th waits 4 answers, well within the default 60 s timeout unless
-      one answer takes 15 s), and a hosted API reaches 32 in three rounds.
-    - **First request alone**: the first request of a run pays for the HTTP library's first-use
-      work (0.05 to 0.3 s more than later replies, measured against the stub on two shared
-      cores). Sent beside others to a one-slot server, its latency would be the baseline, up to
-      3x too high, hiding the queue, and it would never come down, as every later request
-      queues behind another. So the bound is 1 until the first reply, then `START`: of the
-      first window's requests, sent at once, the first served does not queue and gives the
-      baseline.
-    - **Baseline**: the lowest latency seen for a kind of request (`key`: the schema and the
-      order of magnitude of max_tokens, since a model's latency grows with the reply it writes).
-      A request of a kind first seen while requests queue (the last window's ratio >= 1.5) gets
-      its latency divided by that ratio, so a new kind does not start from a queued one.
-    - **Windows**: decisions are taken once per window of max(3, bound) replies to requests
-      started under the current bound (about one round trip), on the window's mean latency
-      over its baseline (the ratio). The mean, not the median: by Little's law a server that
-      holds N requests and answers one at a time makes their mean latency N times one answer
-      whatever order it serves them in, and llama-cpp-python's lock is not first come first
-      served (a median then sees the lucky requests only).
-    - **Grow** while the ratio stays below `QUEUE_RATIO` (1.5) and the window used every slot
-      (a bound never filled proves nothing: it must not grow during a phase's last few
-      requests): doubling until the first back-off ("slow start"); after it by 1, then 2, 4,
-      ... while the windows keep growing, and by 1 again after a hold or back-off. Growing by
-      one per round trip only would take 30 round trips from 2 to 32 after one noisy window;
-      this takes 5, and near a server's capacity it still probes one step at a time; after the
-      first back-off a step needs two calm windows in a row, as a back-off needs two queueing
-      ones (on a one-slot server under load, one lucky window at 2 sent the bound to 3). There is
-      no band between growing and backing off in which the bound holds: a hosted API's latency
-      varies between like requests whatever the load, and that must not hold its client at 4.
-    - **Back off on queueing**: a ratio >= `QUEUE_RATIO` in two windows in a row means
-      requests wait at the server; the bound becomes bound / ratio (the lower of the two).
-      One window is not enough: a burst of new connections, or a slow reply or two, looks like
-      queueing for one window and never again. A server of P slots answering N > P requests
-      makes each wait about N / P times the baseline, so bound / ratio lands on P: a one-slot
-      server that serialises requests drops to 1 in two windows, without any failed call, and
-      probes 2 again now and then (two windows near 2 send it back to 1). 1.5 sits between 1
-      (no queue) and 2 (one request waiting behind each): the client's own overhead makes a
-      one-slot server's ratio at 2 slightly lower than 2, never as low as 1.5.
-    - **Back off on overload**: a timeout, 429 or 503 halves the bound at once, at most once
-      per round (calls started before the last cut do not cut again: eight requests that all
-      meet the same 429 halve it once, not eight times). The client honours Retry-After before
-      it retries; a retried call that then succeeds is no failure, only a back-off.
-    - The bound never exceeds the cap (`llm_concurrency_max`) nor drops below 1.
+    Latency is the congestion signal (as in TCP Vegas). The bound is 1 until the first reply,
+    then `START`. Once per window of max(3, bound) replies to requests started under the current
+    bound, the window's mean latency over the baseline of its kind of request (the ratio) decides:
+    below `QUEUE_RATIO` with every slot used, the bound grows (doubling until the first back-off,
+    then by growing steps, each after two calm windows); at or above it in two windows in a row,
+    it becomes bound / ratio, which lands on a server's slot count. A timeout, 429 or 503 halves
+    it at once, at most once per round. It stays between 1 and the cap (`llm_concurrency_max`).
     """
 
     START = 4
@@ -155,7 +115,7 @@ class AdaptiveLimiter(Limiter):
     def __init__(self, ceiling: int, start: Optional[int] = None) -> None:
         super().__init__(ceiling)
         self._start = max(1, min(ceiling, start if start is not None else self.START))
-        self.limit = 1  # until the first reply: see "First request alone"
+        self.limit = 1  # until the first reply: the first request pays first-use costs and must not also queue
         self._bounds = [self.limit]
         self._warming = True
         self._slow_start = True
@@ -206,6 +166,7 @@ class AdaptiveLimiter(Limiter):
         self._window.append(seconds / base)
         if len(self._window) < max(self.MIN_WINDOW, self.limit):
             return
+        # the mean, not the median: by Little's law it is N times one answer whatever the serving order
         ratio = statistics.fmean(self._window)
         self._inflation = ratio if ratio >= self.QUEUE_RATIO else 1.0  # only queueing inflates
         queued, self._queued = self._queued, (ratio if ratio >= self.QUEUE_RATIO else None)
@@ -286,10 +247,9 @@ class _Job:
 class Readers:
     """Threads that make HTTP calls for callers who wait on a wall-clock deadline, kept between calls.
 
-    `run` hands a fetch to an idle reader, or to a new one when every reader is busy (a reader
-    still reading the body of a call whose caller gave up at its deadline never delays another
-    call), and waits for it no longer than `timeout`. Starting a thread per call cost more CPU
-    than the rest of the client (benchmarks/client_overhead.py); a reader idle for
+    `run` hands a fetch to an idle reader, or to a new one when every reader is busy (so a call
+    abandoned at its deadline never delays another), and waits no longer than `timeout`. Readers
+    are kept because a thread per call costs more CPU than the rest of the client; one idle for
     `idle_seconds` ends, and `close` ends the idle ones.
     """
 

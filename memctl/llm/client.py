@@ -1,32 +1,11 @@
 """An OpenAI-compatible chat client that returns parsed replies or the reason there is none.
 
-The `openai` package does the HTTP; its own retries are off (`max_retries=0`) so that memctl
-counts every call, honours Retry-After, and decides what is worth retrying: 429, 5xx, timeouts
-and dropped connections are; other 4xx are not, and neither is a 5xx other than 502/503/504 that
-answers with the same error body twice (a deterministic server error: asking again only costs
-time). A per-call failure never raises: it becomes a `JudgeResult` with `reply=None` and a short
-reason, and the phase leaves its cluster or pair alone. Only configuration errors raise.
-
-Every HTTP call has a wall-clock deadline (`timeout`), slow bodies included: the `openai`
-client's timeout bounds each socket read, so a server trickling one byte every half second
-could hold a call for minutes. The call runs in a reader thread that stops at the deadline
-(readers are kept between calls; a new one starts when all are busy), and the caller waits no
-longer than the deadline either way.
-
-Providers differ in which `response_format` they accept. The client asks for a strict JSON
-schema first; a server that rejects it (400 naming response_format or the mode, 422, or a 5xx
-whose body names it: llama-cpp-python answers json_schema with HTTP 500) is asked for
-`json_object` mode with the schema written into the prompt (in words: small models copy a
-JSON-schema document instead of answering with an instance of it), then for plain text with the same
-instructions, and the client remembers the downgrade for the rest of its life (one run).
-`response_format` pins the first mode instead of negotiating from the top.
-
-Every request carries `max_tokens` sized by the caller to the reply it expects, so a model that
-rambles is cut off instead of holding a one-slot server for minutes. Concurrency adapts:
-`concurrency="auto"` starts low and grows while latency holds, up to `concurrency_max`, and backs
-off when latency rises (the server queues) and on every timeout, 429 or 503
-(memctl/llm/calls.py `AdaptiveLimiter`); a number pins the bound: it is the ceiling, halved on
-every timeout, 429 or 503, and grown back by one after a run of successes.
+memctl does its own retries (the `openai` client's are off) so that it counts every call, honours
+Retry-After, and retries only 429, 5xx, timeouts and dropped connections, never a 5xx other than
+502/503/504 that repeats the same body. A per-call failure never raises: it becomes a `JudgeResult`
+with a reason; only configuration errors raise. Every call has a wall-clock deadline, slow bodies
+included, since the client's own timeout bounds each socket read only. A server that rejects a
+strict JSON schema is asked for json_object, then text, for the rest of the client's life.
 """
 
 from __future__ import annotations
@@ -201,12 +180,10 @@ class LLMClient:
     ) -> JudgeResult[R]:
         """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`.
 
-        `schema_model` is the schema the server is asked to enforce (and the prompt describes
-        when it cannot), when it differs from the model the reply is parsed with: a reply to
-        several questions is parsed leniently (`BatchReply`) and each answer checked on its own.
-        A failure after the retries for a transient reason (dropped connections, 429 and 5xx;
-        not a timeout, which may only say the request was too big for its deadline) comes back
-        with `outage=True`.
+        `schema_model` is the schema the server is asked to enforce, when it differs from the
+        model the reply is parsed with (a lenient `BatchReply` whose answers are checked one by
+        one). A failure after the retries for a transient reason other than a timeout comes
+        back with `outage=True`.
         """
         schema = schema_model or reply_model
         if not _SCHEMA_NAME.match(schema_name):
@@ -325,7 +302,7 @@ class LLMClient:
     ) -> dict[str, Any]:
         """Make one HTTP call within the deadline; return the decoded JSON body."""
         self._count("requests")
-        # keys in the order openai's `create` wrote them, so the body is the same bytes as before
+        # keys in the order openai's `create` writes them, so the body is the bytes it would send
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         if max_tokens:
             params[self._token_param] = int(max_tokens)

@@ -1,17 +1,9 @@
-"""Replies that copy instead of answering (DESIGN 4, issue 28): unusable, never a verdict.
+"""Replies that copy instead of answering (DESIGN 4): unusable, never a verdict.
 
-A weak model may answer a question with a copy: the prompt's example reply word for word
-(SmolLM2-135M gave the contradiction prompt's example reason, "Liking coffee and liking tea are
-complementary preferences.", to 70 of 70 pairs, all "none"), or an input note instead of a
-synthesis (its id, its field names, its JSON). Such a reply parses, and may pass the schema, but
-it does not answer the question: it is unusable, it is never cached, and its question is paused
-(memctl/store/pauses.py).
-
-The examples are read from the template actually used, so the check follows prompt edits: every
-string of a JSON object written on one line (the example replies) and every quoted sentence of
-the prose ("User prefers a formal tone."), compared after Unicode, case and whitespace
-normalisation. A text that the question's own notes contain is never a copy of the prompt: a
-note may say what an example says.
+A weak model may answer with the prompt's example reply or with an input note instead of a
+synthesis. Such a reply may pass the schema, but it is never cached and its question is paused
+(memctl/store/pauses.py). Examples are read from the template in use; a text the question's own
+notes contain is never a copy.
 """
 
 from __future__ import annotations
@@ -129,9 +121,8 @@ def outside_vet(notes: Sequence[tuple[str, str]], question: str) -> Callable[[Op
 def copied_note(content: str, notes: Sequence[Mapping[str, Any]]) -> Optional[str]:
     """Return why a synthesis copies its input notes' data instead of answering, or None.
 
-    `notes` are the notes as the judge was shown them (id, type, content, createdAt, accessCount).
-    The synthesis copies them when it holds a note's id or the names of the fields memctl shows,
-    or when it is itself JSON data, unless the notes' own contents hold the same.
+    `notes` are as the judge was shown them. A copy holds a note's id or the field names memctl
+    shows, or is itself JSON data, unless the notes' own contents hold the same.
     """
     texts = "\n".join(str(n.get("content", "")) for n in notes)
     lowered, found = texts.lower(), content.lower()

@@ -13,7 +13,7 @@ from memctl.settings import Settings
 def make_judge(settings: Settings) -> Judge:
     """Return the LLM judge when an LLM is configured, else the offline provider."""
     if settings.llm_model and (settings.llm_base_url or settings.llm_api_key):
-        # the client imports openai (~0.4 s): only a run with an LLM configured loads it
+        # the client imports openai, which is slow: only a run with an LLM configured loads it
         from memctl.llm.client import LLMClient
         from memctl.llm.judge import LLMJudge
 

@@ -1,13 +1,10 @@
 """The Judge backed by an OpenAI-compatible LLM: render a prompt, ask, parse.
 
-Each note's relative dates are normalised against its own created date before the prompt is
-rendered, so the model sees absolute dates whenever memctl can compute them (the prompt still
-asks it to convert any it finds). Replies are only parsed here; the phases validate IDs, types
-and lengths against the cluster or pair they asked about.
-
-Every question carries a reply budget (`max_tokens`, memctl/llm/budget.py), and with
-`context_tokens` set a question whose prompt and budget would not fit is answered here with
-the reason, without a request: a server would only fail it (or truncate the prompt silently).
+Each note's relative dates are normalised against its own created date before rendering, so the
+model sees absolute dates where memctl can compute them. Replies are only parsed here; the phases
+validate them against what they asked. With `context_tokens` set, a question whose prompt and
+reply budget would not fit is answered here with the reason, without a request: a server would
+only fail it or truncate the prompt silently.
 """
 
 from __future__ import annotations
@@ -123,11 +120,9 @@ class LLMJudge:
     def ask_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> JudgeResult:
         """Ask several questions of `kind` in one request; `items` are their `question_data`.
 
-        The reply is a `BatchReply`: its entries are checked one by one by the caller (each with
-        the single question's reply model), so one bad entry invalidates only its own question.
-        `max_tokens` is the sum of the questions' own budgets. A request that would not fit the
-        context window is answered here with the reason, without a request (`batch_fits` tells
-        the caller beforehand, so that it can ask fewer at a time).
+        The reply is a `BatchReply` whose entries the caller checks one by one, so one bad entry
+        invalidates only its own question. A request that would not fit the context window is
+        answered here with the reason (`batch_fits` tells the caller beforehand).
         """
         schema, schema_name = BATCH_KINDS[kind]
         system, user = self._render_many(kind, items, reference_date)

@@ -1,29 +1,10 @@
 """The offline judge: memctl's embedded default, answering the Judge's questions by explicit rules.
 
-No network and no model weights: every answer is computed from the note texts, so it is
-deterministic, free (calls=0, zero usage) and explainable. It trades recall for precision. When
-no rule applies the answer is "no" (isContradiction / isCovered False) with a low confidence, so
-the phases take no action: the offline judge never revokes on a guess.
-
-The decisions are memctl.text.decide's, the same the phases guard every judge's answers with;
-`offline_merge` writes the extractive merge; this module answers the Judge protocol with them.
-
-Consolidation
-  The cluster is split into groups of notes the decision layer lets share a note without a model
-  (the same fact, an elaboration, complementary statements about one subject that share no
-  template). A cluster that does not hold together is declined with the first reason; each note
-  keeps its own date and access count for the contradiction phase.
-
-Contradictions
-  The decision layer's conflicting value is the verdict (kind negation or competing_value). A
-  conflict the rules are not certain of (one word of a shared template replaced, no rule saying
-  the value is single; or two numbers) is answered with `review` set: the phase flags it for a
-  person instead of applying the authority rule. Anything else is "none".
-
-Absorption
-  The broader note covers the narrower one when some sentence of the broader note states every
-  sentence of the narrower note (`memctl.text.decide.states`: the same fact in other words, or
-  the sentence contained in it with nothing that restricts or shifts it).
+No network and no model: answers are deterministic, free (calls=0) and explainable, trading
+recall for precision. When no rule applies the answer is "no" with a low confidence, so the
+offline judge never revokes on a guess. The decisions are memctl.text.decide's (the same that
+guard every judge's answers) and the merge is `offline_merge`'s. A conflict the rules are not
+certain of is answered with `review` set, so the phase flags it for a person.
 """
 
 from __future__ import annotations

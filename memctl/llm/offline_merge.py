@@ -1,23 +1,10 @@
 """The offline merge: consolidation without a model, by extracting distinct sentences.
 
-Consolidation: an extractive merge
-  Notes are ordered newest first, then most accessed, then by id, and their sentences are taken
-  in that order. A sentence is a near-duplicate of a kept one when its normalised words, with its
-  negations in place, are an ordered subsequence of the kept sentence's, it has as many negations,
-  and the kept sentence adds no restricting word (preposition, condition, tense, modal, frequency
-  or hedge word). That is a containment threshold of 1.0 on content words: "lives in Paris" and
-  "lives in Berlin" both survive, "lives in Paris, France" states "lives in Paris", but "prefers
-  dark mode in the evening" does not state "prefers dark mode" (both are kept: lossless beats
-  terse). A negated sentence is only a duplicate of the same words with the same negations.
-  A duplicate is dropped (the first wording, i.e. the newest / most accessed, wins); a
-  sentence that states a kept one replaces it in place, since it says more; a sentence the
-  decision layer calls the same fact in other words (synonyms, an inflection, particles) is a
-  duplicate too. Two sentences that hold a certain conflict (memctl.text.decide) are settled by
-  memctl's authority rule (created more than 7 days apart: the newer; otherwise the higher
-  AccessCount); the loser is reported as
-  superseded and lives on in its revoked source note. When authority cannot decide, the cluster
-  is not merged (the contradiction phase flags it). A merge longer than MAX_CONTENT_CHARS, or
-  one that still has relative time words, is not made either: no fact is ever dropped silently.
+Notes are taken newest first, then most accessed, then by id. A sentence a kept one states (in
+its words or others) is dropped; one that states a kept one replaces it. A restricting word keeps
+both ("prefers dark mode in the evening" does not state "prefers dark mode"): lossless beats terse.
+A certain conflict is settled by memctl.authority; when authority cannot decide, the cluster is
+not merged. A merge over MAX_CONTENT_CHARS, or left with relative time words, is refused.
 """
 
 from __future__ import annotations

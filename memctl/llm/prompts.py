@@ -1,16 +1,8 @@
 """Load the prompt templates and render them with notes passed as data.
 
-A template is a markdown file with two parts, introduced by lines that read exactly
-`---system---` and `---user---`. Placeholders are `{{name}}`, replaced in one pass with
-plain string substitution: a note containing braces, `{{reference_date}}` or a part marker
-cannot change the template, because rendered values are never scanned again.
-
-Notes reach the model only inside the `{{notes_json}}` block, as a JSON document whose `<` and
-`>` are escaped (`\\u003c`, `\\u003e`): no note text can close the block's `</notes_json>` tag,
-and `json.loads` of the block gives back every note's exact text.
-
-Templates are found, in order, in: an explicit directory, `MEMCTL_PROMPTS_DIR`, the installed
-package (`memctl/_prompts`, where the wheel puts them), the checkout's top-level `prompts/`.
+A template has a `---system---` and a `---user---` part; `{{name}}` placeholders are replaced in
+one pass, so no rendered value can change the template. Notes appear only inside `{{notes_json}}`,
+with `<` and `>` escaped, so no note can close the `</notes_json>` tag.
 """
 
 from __future__ import annotations

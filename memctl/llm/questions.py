@@ -1,7 +1,6 @@
 """The data a prompt shows for one question: notes as JSON objects, relative dates made absolute.
 
-Kept apart from memctl/llm/judge.py (which imports the HTTP client) so that the phases can build
-their questions without importing `openai`.
+Apart from memctl/llm/judge.py so that the phases can build questions without importing `openai`.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ def note_data(note: NoteRecord) -> dict[str, Any]:
 def pair_data(note: NoteRecord) -> dict[str, Any]:
     """Return what the contradiction prompt shows for `note`: no access count, its ImportanceScore (or None).
 
-    Authority is decided in code, so the model does not need it, and leaving it out keeps a
-    cached verdict valid while agents keep reading the notes (AccessCount changes on every read).
+    Authority is decided in code; leaving AccessCount out keeps a cached verdict valid while
+    agents keep reading the notes.
     """
     data = note_data(note)
     del data["accessCount"]

@@ -1,11 +1,8 @@
 """Pydantic models of the JSON replies memctl asks an LLM (or the offline provider) for.
 
-Replies are untrusted input: they are parsed strictly here, and checked against the
-cluster or pair they answer for by the phase that asked. A model's reply that would change the
-store quotes its evidence (the subject and value of each note, verbatim); the quotes are checked
-by memctl.text.evidence. The offline rules answer without quotes. The schemas leave a weak model as
-little room as possible: note types and verdicts are enums, confidences lie in 0..1, and a
-contradiction is ONE `verdict` field (a boolean plus a type could disagree with each other).
+Replies are untrusted: parsed strictly here, and checked against their cluster or pair by the
+phase that asked; a model's quoted evidence is checked by memctl.text.evidence. The schemas leave a
+weak model little room: enums, confidences in 0..1, and a contradiction is ONE `verdict` field.
 """
 
 from __future__ import annotations
@@ -62,9 +59,8 @@ class ConsolidationReply(_Reply):
 class ContradictionReply(_Reply):
     """Answer to prompts/detect-contradictions.md: one verdict, "none" when the notes are compatible.
 
-    The earlier two-field form (`isContradiction` + `contradictionType`), still produced by the
-    offline provider and found in older verdict caches, is read when `verdict` is absent; when
-    its two fields disagree the reply is invalid.
+    The two-field form (`isContradiction` + `contradictionType`), which the offline provider and
+    cached verdicts use, is read when `verdict` is absent; when its fields disagree the reply is invalid.
     """
 
     #: verbatim quotes from note A (the first) and note B: the subject each is about, the value each states
@@ -119,9 +115,8 @@ class AbsorptionReply(_Reply):
 class BatchReply(_Reply):
     """What a reply to several questions is parsed into first: a list, each entry checked on its own.
 
-    An entry is one question's reply object plus `item` (the question's number, from 1). The
-    envelope is parsed leniently so that one bad entry invalidates only its own question; each
-    entry is then validated with the single question's reply model by the asking code.
+    An entry is one question's reply plus `item` (its number, from 1). The envelope is lenient so
+    that one bad entry invalidates only its own question.
     """
 
     answers: list[Any]

@@ -63,7 +63,7 @@ def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None)
     """Return a strict schema in words: what each key must hold.
 
     Small models copy a JSON-schema document they are shown instead of answering with an
-    instance of it (SmolLM2-135M did, every time), so the prompt states the schema in words.
+    instance of it, so the prompt states the schema in words.
     """
     defs = node.get("$defs", {}) if defs is None else defs
     if "$ref" in node:

@@ -1,16 +1,11 @@
-"""Phase 4, archive expired items (DESIGN 4.4, seed US4, FR-040..044; absorbs MJ's cleanup agent).
+"""Phase 4, archive expired items (DESIGN 4.4, FR-040..044).
 
-- Notes and examples: active, auto-generated, ExpiresAt in the past -> archived ("Expired").
-- Notes: active, auto-generated, not accessed within the agent's NoteRetentionDays (default 90;
-  a never-accessed note is judged by its created date) -> archived ("Stale (N days ...)").
-- Examples: active, auto-generated, SuccessScore < 50, not accessed within the agent's
-  ExampleRetentionDays (default 180) -> archived ("Stale low-score (N days ...)").
-- Per agent: retention days are used when > 0; AutoArchiveEnabled = false switches retention
-  archival off for that agent (expiry still applies). Manual items, Immutable and Protected
-  notes are never archived (FR-043).
-
-The database does the coarse filtering (status, auto-generated, expired or older than the
-shortest retention in force); the per-agent rule is applied here, to rows in batches.
+Active auto-generated notes and examples are archived when ExpiresAt has passed, or when not
+accessed (never accessed: since created) within the agent's retention: NoteRetentionDays (default
+90) for notes, ExampleRetentionDays (default 180) for examples scoring below `low_score_threshold`.
+Retention days apply when > 0; AutoArchiveEnabled = false turns retention archival (not expiry)
+off for an agent. Manual, Immutable and Protected records are never archived (FR-043). The
+database filters coarsely (down to the shortest retention in force); the per-agent rule runs here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What every phase shares: the overlay of earlier phases and the protocol (the context it plans in is memctl/context.py)."""
+"""What every phase shares: the overlay of earlier phases and the protocol (context: memctl/context.py)."""
 
 from __future__ import annotations
 

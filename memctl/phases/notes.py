@@ -28,9 +28,8 @@ CHUNK = 500
 SCAN_ABOVE = 5000
 
 
-#: columns whose values repeat across notes (an agent's ID, a user's, a model's, the same dates):
-#: each distinct value is kept once per load, so a million records do not each hold their own
-#: copy (a GUID is an 85-byte string, a datetime 48 bytes)
+#: columns whose values repeat across notes (IDs, models, dates): each distinct value is kept
+#: once per load, so a million records do not each hold their own copy
 SHARED_VALUES = (
     "AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type", "Status",
     "ProtectionTier", "EmbeddingModelID", "SourceConversationID", "LastAccessedAt", "__mj_CreatedAt", "__mj_UpdatedAt", "ExpiresAt",
@@ -46,10 +45,8 @@ class Snapshot:
 
     `touched`: the notes the first phase's units name (lower-case IDs), read again by
     `refreshed`; every other note is taken as loaded. A row another application changed in
-    between is then planned on as it was loaded, exactly as when the first phase changed
-    nothing: the guard of any unit planned on it refuses the unit at apply (the change waits
-    for the next run), so the store is never changed on a stale read. A note another
-    application added in between is left for the next run.
+    between is planned on as loaded, and the guard of a unit planned on it refuses the unit at
+    apply, so the store is never changed on a stale read.
     """
 
     notes: list[NoteRecord]
@@ -58,9 +55,9 @@ class Snapshot:
 
 
 def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[NoteRecord]:
-    """Return the snapshot's notes with its touched notes as the store holds them now (gone if no longer Active).
+    """Return the snapshot's notes, its touched notes re-read (gone if no longer Active).
 
-    A real run only: in a dry-run nothing was applied, and the overlay carries the first phase's plan.
+    A real run only: in a dry-run the overlay carries the first phase's plan.
     """
     if not snapshot.touched:
         return snapshot.notes
@@ -81,11 +78,9 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     """Return the Active notes in scope (plus the overlay's additions), ordered by (created, id).
 
     `where` adds SQL conditions. Stored vectors are read only when the settings can use them,
-    and with `vectors=False` not at all (`with_vectors` reads them later for the notes that
-    need them). The records never carry the vector text (most of a large store's bytes): it is
-    decoded as it is read into the run's StoredVectors (memctl/vectors.py), and dropped. Every
-    note read without it has its entry there marked out of date, so no vector older than its
-    record is used.
+    and with `vectors=False` not at all (`with_vectors` reads them later). The records never
+    carry the vector text: it is decoded into the run's StoredVectors (memctl/vectors.py), and
+    every note read without it has its entry there marked out of date.
     """
     t = m.note
     wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
@@ -137,7 +132,7 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
                     continue
                 seen[note_id] = len(notes)
                 notes.append(note_record(values, with_vector=False))
-                store.stale(note_id)  # read again: its vector is this row's, or none until with_vectors reads it
+                store.stale(note_id)  # its vector: this row's, or none until with_vectors reads it
                 text = _trusted_text(values, trusted) if with_vector else None
                 if text is not None:
                     feed.add(note_id, text)
@@ -160,12 +155,10 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
 
 
 def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, list[NoteRecord]]:
-    """Read the stored vector text of every note of `groups` loaded without it into the run's
-    StoredVectors (decoded there; a text unchanged since this run decoded it is not decoded
-    again), and return `groups` (the records carry no text).
+    """Read into the run's StoredVectors the vector text of the notes of `groups` loaded without it.
 
-    Only notes whose EmbeddingModelID is the trusted stored model are read (no other vector is
-    ever used). Few notes: by ID, in chunks; most of the store: one scan of the Active notes.
+    Return `groups` unchanged. Only notes of the trusted stored model are read. Few notes: by ID,
+    in chunks; most of the store: one scan of the Active notes.
     """
     store = stored_vectors(ctx)
     trusted = store.trusted

@@ -1,12 +1,11 @@
-"""Phase 3, prune stale references (DESIGN 4.3, seed US3, FR-030..034).
+"""Phase 3, prune stale references (DESIGN 4.3, FR-030..034).
 
-A note whose agent is missing or Disabled, whose user is missing or inactive, whose company is
-missing, or whose source conversation is missing is archived, with one Comments line naming
-every missing reference. Lookups are cached for the run: one query per entity type (chunked
-IN-lists), never one per note. The first read takes only every candidate's ID and references;
-whole rows are then read for the orphans alone, and one whose references changed in between is
-left for the next run. At most `prune_cap` notes are handled per run, oldest first; the
-rest wait for the next run. A Protected note is never archived: it is annotated once instead.
+A note whose agent is missing or Disabled, whose user is missing or inactive, or whose company or
+source conversation is missing is archived, with one Comments line naming every missing reference;
+a Protected one is annotated once instead. Lookups are one query per entity type per run (chunked
+IN-lists). The first read takes only IDs and references; whole rows are read for the orphans
+alone, and one whose references changed in between waits for the next run, as do the orphans
+beyond `prune_cap` (oldest first).
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ class References:
         self.conversations = conversations
 
     def gone(self, column: str, ref_id: Optional[str]) -> Optional[str]:
-        """Return why the entity a note's `column` names (lower-case ID) is gone, or None when it is there."""
+        """Return why the entity a note's `column` names (lower-case ID) is gone, or None."""
         if ref_id is None:
             return None
         if column == "AgentID":
@@ -86,8 +85,8 @@ def _orphan_references(
     """The first read: every candidate's ID and references (and with --shard its partition), no more.
 
     Return how many candidates were checked, the references (lower-case IDs) of each row with
-    one gone, by note ID, and the referenced entities looked up. Most notes are not orphans:
-    their comments, dates and guards, and a row object per note, would be most of a full scan.
+    one gone, by note ID, and the referenced entities looked up. Most notes are not orphans, so
+    their full rows are never read.
     """
     t = m.note
     columns = ("ID", *REFERENCE_COLUMNS, *(PARTITION_COLUMNS if ctx.scope.shard is not None else ()))
@@ -124,7 +123,7 @@ def _orphan_references(
 
 
 def _active_by_id(conn: sa.Connection, ids: list[str], where: list[Any]) -> list[dict[str, Any]]:
-    """Return SELECT_COLUMNS of the Active notes that still match `where` and whose ID is in `ids`, a query per chunk."""
+    """Return SELECT_COLUMNS of the Active notes matching `where` whose ID is in `ids` (a query per chunk)."""
     t = m.note
     status = by_id_status(t.c.Status, conn)
     found: list[dict[str, Any]] = []
@@ -146,7 +145,6 @@ class PrunePhase:
         with read(ctx.engine) as conn:
             added = self._added(overlay, ctx)
             checked, gone, refs = _orphan_references(conn, [t.c.Status == "Active", *rest], ctx, overlay, added)
-            # then whole rows of the orphans only
             rows: list[Mapping[str, Any]] = [
                 as_planned(r, overlay.changed) for r in _active_by_id(conn, list(gone), rest)
                 # a row whose references changed since the first read was not looked up: next run

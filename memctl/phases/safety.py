@@ -1,32 +1,21 @@
-"""Guards that keep a weak judge from doing harm in the contradictions phase.
+"""Guards that keep a weak judge from doing harm, both deterministic and applied after it answers.
 
-Two rules, both deterministic and both applied after the judge has answered:
+1. **A contradiction never removes a fact the winner does not state.** The loser may also hold
+   facts unrelated to the conflict, so it is revoked only when it is a single statement or the
+   winner states every sentence of it; otherwise the pair is flagged for review, naming the
+   sentence that would be lost (picking the conflicting sentence is what a weak model gets wrong).
+   Two notes stating the same facts are duplicates, never a contradiction: such a verdict is not
+   acted on. "States": the winner has a sentence holding every content word of the loser's
+   sentence in order, with no extra negation (memctl.text.statement.states).
+   With `consolidate_keep_every_sentence`, a merged note that does not state every sentence of
+   the notes it replaces is rejected the same way (merges that rightly drop a superseded value
+   too: the contradictions phase decides those).
 
-1. **A contradiction never removes a fact the winner does not state.** The judge only says that
-   two notes conflict; the loser may also hold facts that have nothing to do with the conflict
-   ("Alice prefers a short email summary. Summaries should be sent the same day."). memctl
-   revokes the loser only when it is a single statement (then that statement is the conflicting
-   one) or when the winner states every sentence of it. A loser of several sentences with one
-   the winner does not state is flagged for review instead, naming the sentence that would be
-   lost. memctl does not write a new note with the loser's other facts: deciding which sentence
-   conflicts is the judgement a weak model gets wrong, and a person resolves the flag in seconds.
-   Two notes that state the same facts are duplicates, never a contradiction: such a verdict is
-   not acted on (consolidation merges duplicates).
-   "States": the winner has a sentence holding every content word of the loser's sentence in
-   order, with no extra negation (memctl.text.statement.states; `memctl eval` grades with its own).
-
-   With `consolidate_keep_every_sentence` (for weak local models), a consolidation reply is
-   held to the same test: a merged note that does not state every sentence of the notes it
-   replaces is rejected, so a run never revokes a fact no Active note states. It also rejects
-   merges that rightly drop a superseded value; the contradictions phase decides those instead.
-
-2. **A judge that answers the same way to nearly every question is not believed.** Among the
-   pairs a run judged (cached answers included), when at least `uniform_min_pairs` (default 20)
-   were judged and at least `uniform_share` (default 0.9) of them were called contradictions,
-   none of those verdicts is applied and the step says why. Similar notes of one partition are
-   mostly compatible (complements, paraphrases); a judge that calls nine in ten of them
-   contradictions is not reading them (SmolLM2-135M called 56 of 60 "contradiction" at 0.95).
-   Answering "none" to everything does no harm and is not limited.
+2. **A judge that answers the same way to nearly every question is not believed.** When at least
+   `uniform_min_pairs` (default 20) pairs of a run were judged (cached answers included) and at
+   least `uniform_share` (default 0.9) of them were called contradictions, none of those verdicts
+   is applied. Similar notes of one partition are mostly compatible, so such a judge is not
+   reading them. Answering "none" to everything does no harm and is not limited.
 """
 
 from __future__ import annotations
@@ -58,13 +47,13 @@ def unstated_text(sentences: Sequence[tuple[str, tuple[str, ...]]], theirs: Sequ
 
 
 def merge_loses(sources: Sequence[NoteRecord], merged: str) -> list[str]:
-    """Return the sentences of `sources` that the merged note does not state (consolidate_keep_every_sentence)."""
+    """Return the sentences of `sources` that the merged note does not state."""
     theirs = [words for _, words in _text_sentences(merged)]
     return [text for note in sources for text in unstated_text(_sentences(note), theirs)]
 
 
 def loser_keeps(loser: NoteRecord, winner: NoteRecord) -> Optional[str]:
-    """Return why revoking `loser` would lose a fact the winner does not state, or None when it is safe."""
+    """Return why revoking `loser` would lose a fact the winner does not state, or None."""
     sentences = _sentences(loser)
     if len(sentences) <= 1:
         return None

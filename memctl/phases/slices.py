@@ -1,18 +1,12 @@
-"""Agent by agent: the LLM phases read a large store in slices of whole agents (issue 25).
+"""Agent by agent: the LLM phases read a large store in slices of whole agents.
 
-A partition never spans two agents (the agent is part of its scope tuple, DESIGN 3) and
-absorption only moves a note into a broader partition of its own agent, so one agent's notes
-are planned without any other agent's in memory. A scope of at most `slice_notes` Active notes
-is one slice, read at once as before. A larger one is cut into runs of whole agents, in the
-order of their IDs, each of at most `slice_notes` notes (an agent with more is a slice alone)
-and `SLICE_AGENTS` agents: peak memory then follows the largest slice, not the store.
-
-Nothing decided across the scope depends on the slicing: which absorption checks and which
-contradiction pairs are asked under the run's budget is chosen after every slice is read, from
-the same candidates in the same order (`memctl/phases/consolidate`, `contradictions`).
-
-A slice names its agents by every spelling the store holds them in (SQLite may hold one GUID
-in upper and lower case, dashed or not), so a partition is never cut in two.
+A partition never spans two agents (DESIGN 3) and absorption stays within an agent, so one
+agent's notes are planned without any other agent's in memory. A scope of at most `slice_notes`
+Active notes is one slice; a larger one is cut into runs of whole agents, in ID order, of at most
+`slice_notes` notes (an agent with more is a slice alone) and `SLICE_AGENTS` agents. Nothing
+decided across the scope depends on the slicing: which questions are asked under the run's budget
+is chosen after every slice is read. A slice names its agents in every spelling the store holds
+(SQLite may hold one GUID in several), so a partition is never cut in two.
 """
 
 from __future__ import annotations
@@ -68,13 +62,12 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
 
 
 def between_slices(slices: list[PhaseContext]) -> None:
-    """After a slice of several: empty the memoised analyses of its texts (bounded for speed, not
-    memory: a few hundred MB when full), so they are not carried into the next slice, and collect
-    its cyclic garbage."""
+    """After a slice of several: empty the memoised text analyses (bounded, but large when full)
+    and collect its cyclic garbage, so neither is carried into the next slice."""
     if len(slices) > 1:
         text.forget()
         temporal.forget()
-        gc.collect()  # the slice's cyclic garbage, which a run collects rarely otherwise (memctl/heap.py)
+        gc.collect()  # the slice's cyclic garbage, before the next slice adds its own
 
 
 def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
@@ -90,7 +83,7 @@ def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
 
 
 def in_slice(ctx: PhaseContext) -> Callable[[Optional[str]], bool]:
-    """Return whether a note of an agent ID (not read from the store: a dry-run's addition) is in the slice."""
+    """Return whether a note of an agent ID (a dry-run's addition, not read from the store) is in it."""
     agents = ctx.scope.agents
     if agents is None:
         return lambda agent_id: True
@@ -99,7 +92,7 @@ def in_slice(ctx: PhaseContext) -> Callable[[Optional[str]], bool]:
 
 
 def _stored_agent(table: sa.Table, ctx: PhaseContext) -> Any:
-    """The AgentID column as the store holds it: on SQLite its text, in whatever spelling it was written."""
+    """The AgentID column as the store holds it: on SQLite its text, in whatever spelling."""
     return as_stored(table.c.AgentID, ctx.engine)
 
 

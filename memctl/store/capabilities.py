@@ -1,17 +1,8 @@
 """What the database lets memctl write, read from its own constraints (not guessed from a version).
 
-memctl never widens a constraint of the database it adopted. MemberJunction's AIAgentExample
-Status check allows 'Active', 'Pending' and 'Revoked' only (MJ added 'Archived' to the value list
-as metadata, not to the check), so an example memctl would archive cannot be set to 'Archived'
-there. memctl reads the Status checks of the tables it archives in and, where 'Archived' is
-refused, writes the nearest value the check allows:
-
-- an example is set to 'Revoked' (MJ injects Active examples only, so it stops being used, as an
-  archived one would); its Comments line says it was archived as Revoked, and undo restores it;
-- a note has no such fallback (a revoked note points to the note that replaced it), so it is left
-  Active and the step says how many were not archived.
-
-`db upgrade` reports these refusals, and the phase that meets one reports it in its step output.
+memctl never widens a constraint. Where a Status check refuses 'Archived' (MemberJunction's
+AIAgentExample check does), an example is set to 'Revoked' instead (MJ injects Active examples only);
+a note has no such fallback (a revoked note points to its replacement), so it is left Active.
 """
 
 from __future__ import annotations
@@ -40,7 +31,6 @@ class Refusal:
     constraint: str
 
     def describe(self) -> str:
-        """Return one line for the operator."""
         what = f"{self.table}.{self.column}: the database's check {self.constraint} does not allow {self.value!r}"
         if self.instead is None:
             return f"{what}; memctl leaves those rows as they are and reports them in the step output"
@@ -57,11 +47,8 @@ def allowed_values(conn: Connection, table: str, column: str, schema: Optional[s
 
 
 def values_allowed(column: str, checks: list[tuple[str, str]]) -> tuple[Optional[frozenset[str]], str]:
-    """Return the string values a set of (name, check text) allows in `column`, on any dialect's spelling.
-
-    PostgreSQL reflects `(("Status")::text = ANY (ARRAY['Active'::character varying, ...]))`,
-    SQL Server `([Status]='Active' OR [Status]='Pending')`, SQLite the text as written.
-    """
+    """Return the string values a set of (name, check text) allows in `column`, in any dialect's spelling,
+    e.g. SQL Server's `([Status]='Active' OR [Status]='Pending')`."""
     allowed: Optional[frozenset[str]] = None
     names = []
     pattern = re.compile(rf"""(?<![A-Za-z0-9_])["\[`]?{re.escape(column)}["\]`]?(?![A-Za-z0-9_])""")

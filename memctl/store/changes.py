@@ -1,11 +1,8 @@
 """Apply planned units, several per transaction, writing a change-log row per mutation; plan undo.
 
-Apply never re-decides: it re-reads the rows a unit touches inside the transaction (locking them
-where the backend can), checks each against the guard it was planned with and against the
-protection rules, and then writes exactly what the plan says. Units that touch no common record
-share a transaction (`batches`, `apply_batch`): their reads and writes are one statement of each
-kind, and each unit is still decided alone and applies whole or not at all. The change log keeps
-each row's state before and after, which is what `memctl undo` and `memctl verify` read.
+Apply never re-decides: it re-reads (and locks) the rows a unit touches, checks each against its
+planned guard and the protection rules, then writes exactly what the plan says. The change log keeps
+each row's state before and after, which `memctl undo` and `memctl verify` read.
 """
 
 from __future__ import annotations
@@ -36,31 +33,25 @@ REVIEW_TABLE = "memctl_review"
 CHUNK = 500  # IN-list size: well under SQL Server's ~2,100 parameters per statement
 
 CHANGE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
-#: columns the change log also keeps, for a note whose mutation sets them (a credit, its undo)
+#: also logged for a note whose mutation sets them (a credit, its undo)
 CREDITED_COLUMNS = ("AccessCount", "LastAccessedAt", "ConsolidationCount")
 
-# memctl_review holds contradictions flagged for an operator. A flag is part of a plan like any
-# mutation (a dry-run writes none), and it is logged, so `undo` removes the flags a run raised.
+# Contradiction flags are planned and logged like any mutation, so `undo` removes a run's flags.
 REVIEW_STATUSES = ("Open", "Resolved", "Dismissed")
 REVIEW_CHANGE_COLUMNS = ("Status", "KeptNoteID", "ResolvedAt")
 
 
 def change_columns(table: str) -> tuple[str, ...]:
-    """Return the columns whose before/after states the change log keeps for `table`."""
     return REVIEW_CHANGE_COLUMNS if table == REVIEW_TABLE else CHANGE_COLUMNS
 
 
 def logged_columns(table: str, values: Collection[str]) -> tuple[str, ...]:
-    """Return the columns the change log keeps for a mutation of `table` setting `values`:
-    `change_columns`, and the access figures when the mutation sets them."""
     extra = tuple(c for c in CREDITED_COLUMNS if c in values) if table == "AIAgentNote" else ()
     return change_columns(table) + extra
 
 
 @dataclass
 class UnitOutcome:
-    """What happened to one unit."""
-
     key: str
     kind: str
     applied: list[Mutation] = field(default_factory=list)
@@ -79,8 +70,7 @@ class ApplyContext:
     run_id: str
     step_id: Optional[str]
     now: datetime
-    #: SQLite, per table: whether every stored ID was in SQLAlchemy's spelling when this apply
-    #: began (then each ID is looked up in that one spelling instead of four; see rows_by_id)
+    #: SQLite, per table: whether every stored ID was in SQLAlchemy's spelling (see rows_by_id)
     plain_ids: dict[str, bool] = field(default_factory=dict, compare=False)
 
 
@@ -90,7 +80,6 @@ def comment_tag(run_id: str, now: datetime) -> str:
 
 
 def append_comment(existing: Optional[str], line: str) -> str:
-    """Append `line` to Comments, keeping what was there."""
     return line if not existing else f"{existing.rstrip()}\n{line}"
 
 
@@ -170,9 +159,7 @@ RAW_ID = "__memctl_raw_id"  # on SQLite, the ID column's text exactly as stored
 
 @lru_cache(maxsize=64)
 def _by_id_query(table: sa.Table, sqlite: bool, lock: bool, skip: tuple[str, ...]) -> sa.Select:
-    """`rows_by_id`'s read, built once per table and shape: the IDs are one expanding parameter,
-    "ids" (the same SQL as `id_in` renders; building and keying a new statement for each of a
-    dream's ~1,800 units cost half of each lock read: 1,800 of them 1.1-1.3 s -> 0.5-0.6 s)."""
+    """`rows_by_id`'s read, built once per table and shape; the IDs are one expanding parameter, "ids"."""
     read_columns = [c for c in table.c if c.name not in skip]
     ids = sa.bindparam("ids", expanding=True)
     if sqlite:
@@ -184,11 +171,9 @@ def _by_id_query(table: sa.Table, sqlite: bool, lock: bool, skip: tuple[str, ...
 
 
 def plain_ids(conn: Connection, table: sa.Table) -> bool:
-    """Return whether every ID of `table` is stored as SQLAlchemy spells it on SQLite (32 lowercase hex digits).
+    """Return whether every ID of `table` is stored as SQLAlchemy spells it on SQLite (32 lowercase hex).
 
-    One scan of the ID index. A row another application writes later in another spelling is
-    not one any plan of this apply names (plans name rows they read), unless it is the twin of
-    a planned row, which is then found in SQLAlchemy's spelling, as rows_by_id prefers anyway.
+    A row written later in another spelling is not one any plan of this apply names.
     """
     raw = sa.type_coerce(table.c.ID, sa.String)
     odd = sa.or_(sa.func.length(raw) != 32, raw.op("GLOB")("*[^0-9a-f]*"))
@@ -198,14 +183,11 @@ def plain_ids(conn: Connection, table: sa.Table) -> bool:
 def rows_by_id(
     conn: Connection, table: sa.Table, ids: Sequence[str], lock: bool = False, plain: bool = False, skip: Collection[str] = ()
 ) -> dict[str, Mapping[str, Any]]:
-    """Return the rows of `table` whose ID is in `ids`, by lowercase ID.
+    """Return the rows of `table` whose ID is in `ids`, by lowercase ID, without the columns in `skip`.
 
-    On SQLite a GUID is text: another application may have stored it upper-case or with dashes,
-    which SQLAlchemy's comparison (32 lowercase hex digits) never matches. There every spelling
-    is looked up and the stored text is kept (RAW_ID) so the row is written back by it; of rows
-    whose IDs differ only in spelling, the one in SQLAlchemy's spelling is the record. With
-    `plain` (`plain_ids` found no other spelling in the table), that spelling alone is looked up.
-    The columns named in `skip` are not read.
+    On SQLite a GUID is text another application may have stored upper-case or with dashes, so every
+    spelling is looked up (only SQLAlchemy's with `plain`) and the stored text is kept (RAW_ID) to
+    write the row back by; of rows differing only in spelling, SQLAlchemy's spelling is the record.
     """
     rows: dict[str, Mapping[str, Any]] = {}
     sqlite = conn.dialect.name == "sqlite"
@@ -219,9 +201,7 @@ def rows_by_id(
     return rows
 
 
-#: columns apply never reads from a locked row (no guard, change log, rule or write uses them):
-#: a note's vector text is most of its bytes (TOASTed on PostgreSQL: 4.2 ms against 1.8 ms to
-#: lock five notes of a 100k store with it and without it)
+#: columns apply never reads from a locked row: a note's vector text is most of its bytes
 LOCK_SKIPPED = ("EmbeddingVector",)
 
 
@@ -242,18 +222,16 @@ def _row_state(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != RAW_ID}
 
 
-#: units applied in one transaction (DESIGN 4.1): one commit, one lock read, one write of each
-#: kind and one change-log insert per batch instead of per unit. A kill mid-batch loses the batch
-#: (the next run plans it again), never half a unit: the transaction commits whole or not at all.
+#: units applied in one transaction (DESIGN 4.1). A kill mid-batch loses the batch (the next run
+#: plans it again), never half a unit.
 BATCH_UNITS = 50
-#: and at most this many mutations, whatever the units (a unit larger than this goes alone): a
-#: transaction stays short, and a batch of archivals (500 a unit) is still a transaction of its own
+#: and at most this many mutations (a larger unit goes alone), so a transaction stays short
 BATCH_MUTATIONS = 500
 
 
 @dataclass
 class _Writes:
-    """What a batch writes, gathered unit by unit and sent a statement per kind."""
+    """What a batch writes, sent a statement per kind."""
 
     notes: list[tuple[sa.Table, dict[str, Any]]] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
@@ -293,9 +271,7 @@ def batches(units: Sequence[Unit], size: Optional[int] = None) -> list[list[Unit
     """Cut `units` into consecutive batches of at most `size` (BATCH_UNITS) units and BATCH_MUTATIONS
     mutations, in plan order.
 
-    Two units of one batch never touch one record (a batch starts anew at the unit that would):
-    each unit is then checked against the rows as they were when the batch began, which is what
-    it would see applied alone after the units before it.
+    Two units of one batch never touch one record, so each unit sees the rows as it would alone.
     """
     size = size or BATCH_UNITS
     out: list[list[Unit]] = []
@@ -320,12 +296,8 @@ def apply_unit(ctx: ApplyContext, unit: Unit) -> UnitOutcome:
 def apply_batch(ctx: ApplyContext, units: Sequence[Unit]) -> list[UnitOutcome]:
     """Apply units that touch no common record (`batches`) in one transaction, in order.
 
-    Each unit is decided as it would be alone: an invalid unit is skipped before the database
-    sees it, a guarded row that changed skips its mutation (and an atomic unit's every
-    mutation), and only what is applied is written and logged. The batch then commits whole. When
-    a statement fails (a trigger, a CHECK, a lost connection), the batch rolls back and its units
-    are applied again one transaction each: the ones before the failing unit commit, and that
-    unit fails exactly as it would have alone.
+    Each unit is decided as it would be alone. When a statement fails, the batch rolls back and its
+    units are applied again one transaction each, so the failing unit fails exactly as it would alone.
     """
     outcomes: list[Optional[UnitOutcome]] = [_invalid(unit) for unit in units]
     valid = [unit for unit, outcome in zip(units, outcomes) if outcome is None]
@@ -333,7 +305,7 @@ def apply_batch(ctx: ApplyContext, units: Sequence[Unit]) -> list[UnitOutcome]:
         try:
             with write(ctx.engine) as conn:
                 decided = _apply_in(conn, ctx, valid)
-        except Exception:  # noqa: BLE001 - re-raised by the unit that fails alone (RunStopped is no Exception)
+        except Exception:  # noqa: BLE001 - re-raised by the unit that fails alone
             if len(valid) == 1:
                 raise
             decided = [apply_unit(ctx, unit) for unit in valid]
@@ -343,7 +315,7 @@ def apply_batch(ctx: ApplyContext, units: Sequence[Unit]) -> list[UnitOutcome]:
 
 
 def _invalid(unit: Unit) -> Optional[UnitOutcome]:
-    """Return the outcome of a unit whose plan no backend could store (every mutation skipped), or None."""
+    """Return the outcome of a unit no backend could store (every mutation skipped), or None."""
     for mutation in unit.mutations:
         try:
             _check_mutation(mutation)
@@ -388,8 +360,7 @@ def _skipped_whole(unit: Unit, outcome: UnitOutcome) -> UnitOutcome:
 
 
 def _read(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> _Read:
-    """Read, once for the batch, the rows its units rely on: created IDs already taken, pairs
-    already under review, and every row a unit changes or checks (locked)."""
+    """Read, once for the batch, created IDs already taken, pairs under review, and locked rows."""
     read = _Read()
     inserted = [mu.record_id for unit in units for mu in unit.mutations if mu.action == "insert"]
     for start in range(0, len(inserted), CHUNK):
@@ -411,23 +382,22 @@ def _read(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> _Read:
 
 
 def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tuple[UnitOutcome, _Writes]:
-    """Decide one unit against the batch's rows: what it applies and skips, and what that writes."""
+    """Decide one unit against the batch's rows: what it applies, skips and writes."""
     outcome = UnitOutcome(unit.key, unit.kind)
     writes = _Writes()
     tag = comment_tag(ctx.run_id, ctx.now)
     sqlite = conn.dialect.name == "sqlite"
     order = {"insert": 0, "flag": 1}
-    for mutation in sorted(unit.mutations, key=lambda mu: order.get(mu.action, 2)):  # inserts, flags, then the rest (stable)
+    for mutation in sorted(unit.mutations, key=lambda mu: order.get(mu.action, 2)):
         if mutation.action == "insert":
             values = to_db_values(m.note, mutation.values)
             if _guid(values["ID"]) in read.existing_notes:
-                # a saved plan applied twice: its notes exist already (and its guarded rows have changed)
                 outcome.skipped.append((mutation.record_id, "a note with this ID exists already (was the plan applied before?)"))
                 continue
             if mutation.comment:
                 values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
             table, values = created_note(conn, values, ctx.run_id)
-            read.existing_notes.add(_guid(values["ID"]))  # a second insert of the ID is skipped, as the database would refuse it
+            read.existing_notes.add(_guid(values["ID"]))
             writes.notes.append((table, values))
             outcome.applied.append(mutation)
             writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
@@ -459,7 +429,7 @@ def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tup
             continue
         assert row is not None
         if mutation.action == "check":
-            continue  # a guard only: the row this unit relies on (e.g. an absorbing note) is unchanged
+            continue  # a guard only
         if mutation.action == "unflag":
             writes.deletes.append((table, _stored_id(row)))
             writes.changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
@@ -484,9 +454,8 @@ def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tup
     return outcome, writes
 
 
-#: a revoke's After also keeps the scope of the note it was revoked into, as that note was then:
-#: absorption into a broader note is legitimate, so only this tells `memctl verify` that the
-#: note was widened afterwards
+#: a revoke's After keeps the scope of the note it was revoked into, so `memctl verify` can tell
+#: that note was widened afterwards
 INTO_SCOPE = "IntoScope"
 
 
@@ -504,15 +473,15 @@ def _guid(value: Any) -> str:
 
 
 def _unit_rows(unit: Unit, rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The batch's rows this unit names (a GUID value is spelt by its stored text only for those)."""
+    """The batch's rows this unit names."""
     named = {mu.record_id.lower() for mu in unit.mutations}
     return {k: rows[k] for k in named if k in rows}
 
 
 @lru_cache(maxsize=256)
 def _update_by_id(table: sa.Table, keys: tuple[str, ...], sqlite: bool) -> sa.Update:
-    """The update of `keys` of the row whose ID is "b_id" (each value "b_<column>"), built once per
-    table and set of columns. On SQLite the IDs are the text they are stored as (rows_by_id)."""
+    """The update of `keys` of the row whose ID is "b_id" (each value "b_<column>"); on SQLite the
+    IDs are the stored text (rows_by_id)."""
     if sqlite:
         return sa.update(table).where(sa.type_coerce(table.c.ID, sa.String) == sa.bindparam("b_id", type_=sa.String)).values(
             {k: sa.bindparam(f"b_{k}", type_=sa.String) if isinstance(table.c[k].type, sa.Uuid) else sa.bindparam(f"b_{k}") for k in keys}
@@ -551,20 +520,15 @@ def _change_row(ctx: ApplyContext, unit: Unit, mutation: Mutation, before: Optio
     }
 
 
-# --- undo -------------------------------------------------------------------------------------
-
-
 def run_changes(conn: Connection, run_id: str) -> list[Mapping[str, Any]]:
-    """Return the change-log rows of `run_id` in the order they were written."""
     return list(conn.execute(sa.select(m.change).where(m.change.c.RunID == run_id).order_by(m.change.c.ID)).mappings())
 
 
-# Every action a change-log row may hold; undo refuses (exit 2, naming it) a log it cannot read.
+# Every action a change-log row may hold; undo refuses a log with any other.
 LOGGED_ACTIONS = ("insert", "revoke", "archive", "annotate", "credit", "resolve", "restore", "flag", "unflag", "review")
 
 
 def unknown_actions(conn: Connection, run_id: str) -> list[str]:
-    """Return the actions in `run_id`'s change log that this version of memctl does not know."""
     query = sa.select(m.change.c.Action).where(m.change.c.RunID == run_id).distinct()
     return sorted(str(a) for a in conn.execute(query).scalars() if a not in LOGGED_ACTIONS)
 
@@ -578,13 +542,10 @@ def _undo_guard(table: str, state: Optional[Mapping[str, Any]], force: bool) -> 
 
 
 def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]:
-    """Plan the reversal of every change `run_id` made: one mutation per record, all in one unit.
+    """Plan the reversal of every change `run_id` made: one mutation per record, in one atomic unit.
 
-    A record changed several times by the run goes back to its state before the first change;
-    a note the run created is revoked (kept, not deleted: other rows and the change log name
-    it). Each mutation is guarded by the state the run left the record in, minus the columns
-    the database stamps itself, so a record changed since is refused (unless `force`). The one
-    unit is atomic: undo puts back every record or none.
+    Each record goes back to its state before the run's first change; a created note is revoked, not
+    deleted. A record changed since the run is refused unless `force`.
     """
     per_record: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for change in run_changes(conn, run_id):
@@ -618,10 +579,8 @@ class UnknownActionError(ValueError):
 
 
 def affected_records(changes: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Return the record IDs a set of change rows touched."""
     return {str(c["RecordID"]).lower() for c in changes}
 
 
 def new_id() -> str:
-    """Return a fresh record ID."""
     return str(uuid.uuid4())

@@ -1,19 +1,8 @@
-"""What a note memctl creates carries, so MemberJunction can use it like one of its own.
+"""What apply adds to a note memctl creates, so MemberJunction can use it like one of its own.
 
-MJ's Memory Manager creates consolidated notes through its entity layer; memctl writes them
-directly, so it fills what that layer would:
-
-- SourceAIAgentRunID: the run that applies the plan (a saved plan is applied by a later run, so
-  the plan does not carry it; apply fills it in, whatever the plan file says).
-- 'MemoryManager' as the note's author, where the table has the column: `AuthorType` in MJ's
-  PostgreSQL schema, `AuthoredBy` in its SQL Server one (the "Agent In-Flight Memory Writes"
-  migration; its CHECK allows Agent, MemoryManager, User). memctl's own schema has neither.
-- EmbeddingVectorBinary, where the table has that column and the note has an EmbeddingVector:
-  the same vector in MJ's binary form, little-endian IEEE-754 float32, 4 bytes per dimension,
-  no header (MJ `V202610061614__v6.2.x__Binary_Vector_Columns`). MJ's readers prefer it.
-
-The plan's values (EmbeddingVector / EmbeddingModelID, ImportanceScore...) are decided when
-planning; these three depend on the database and the applying run, so apply adds them.
+memctl writes directly what MJ's entity layer would fill: SourceAIAgentRunID (the applying run, not
+the plan's), 'MemoryManager' as author where the table has the column, and EmbeddingVectorBinary
+(MJ's form of the vector: little-endian float32, no header) where the table has it.
 """
 
 from __future__ import annotations
@@ -41,7 +30,6 @@ def binary_vector(vector_text: str) -> bytes:
 
 
 def vector_from_binary(blob: bytes) -> list[float]:
-    """Return the floats of an EmbeddingVectorBinary value."""
     return np.frombuffer(blob, dtype="<f4").astype(float).tolist()
 
 

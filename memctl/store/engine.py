@@ -45,11 +45,10 @@ def make_engine(settings: Settings) -> Engine:
 
 
 def _configure_sqlite(engine: Engine) -> None:
-    """Use WAL (synchronous NORMAL), enforce foreign keys, and take the write lock up front in write transactions.
+    """Use WAL (synchronous NORMAL), enforce foreign keys, and take the write lock up front in writes.
 
-    pysqlite's own transaction handling is switched off so that memctl decides how each
-    transaction begins: writes use BEGIN IMMEDIATE (a deferred read-then-write transaction
-    would fail with SQLITE_BUSY_SNAPSHOT when another connection committed in between).
+    Writes use BEGIN IMMEDIATE: a deferred read-then-write transaction would fail with
+    SQLITE_BUSY_SNAPSHOT when another connection committed in between.
     """
 
     @event.listens_for(engine, "connect")
@@ -60,18 +59,10 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         if engine.url.database not in (None, "", ":memory:"):
             cursor.execute("PRAGMA journal_mode = WAL")
-            # In WAL mode NORMAL syncs at checkpoints instead of at every commit (3 ms -> 0.04 ms
-            # per unit here). A crash of memctl loses nothing; a power cut may roll back the last
-            # units, data and change-log rows together, and the next run redoes them.
+            # NORMAL syncs at checkpoints, not every commit. A power cut may roll back the last
+            # units (each whole, with its change-log rows), which the next run redoes.
             cursor.execute("PRAGMA synchronous = NORMAL")
-            # A checkpoint (the WAL copied back and synced) once the WAL holds 10,000 pages
-            # (~40 MB of 4 KiB pages) instead of 1,000: a dream commits thousands of small units,
-            # and at 1,000 their commits spent most of their time checkpointing the same hot
-            # pages again (1,500 units of six note updates on the 100k store: commits 0.73 s ->
-            # 0.31 s). The setting is this connection's: another program's commits still
-            # checkpoint at its own.
-            # A power cut may now roll back up to ~40 MB of memctl's last units (each whole, with
-            # its change-log rows), which the next run redoes.
+            # Fewer checkpoints of the same hot pages while a dream commits thousands of small units.
             cursor.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_CHECKPOINT_PAGES}")
         cursor.close()
 
@@ -84,10 +75,7 @@ def _configure_sqlite(engine: Engine) -> None:
 def _configure_psycopg(engine: Engine) -> None:
     """Read PostgreSQL's 'infinity' / '-infinity' and out-of-range timestamps as the last / first datetime.
 
-    Another application may store ExpiresAt = 'infinity' (never expires); psycopg refuses to
-    load it ("timestamp too large"), which would fail every phase reading the row. A timestamp
-    before year 1 or after 9999 (or year 1 shifted out of range by the session's time zone)
-    reads the same way, so it compares as the far past or future it means.
+    psycopg refuses to load them (e.g. ExpiresAt = 'infinity'), which would fail every phase reading the row.
     """
 
     @event.listens_for(engine, "connect")
@@ -102,7 +90,7 @@ def _bounded_loader(name: str) -> type:
     from psycopg.adapt import Loader
     from psycopg.postgres import types
 
-    base = adapters.get_loader(types[name].oid, pq.Format.TEXT)  # the C loader, when psycopg[binary] is installed
+    base = adapters.get_loader(types[name].oid, pq.Format.TEXT)  # the C loader with psycopg[binary]
     assert base is not None
     tz = timezone.utc if name == "timestamptz" else None
     top, bottom = datetime.max.replace(tzinfo=tz), datetime.min.replace(tzinfo=tz)
@@ -137,7 +125,6 @@ def write(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def read(engine: Engine) -> Iterator[Connection]:
-    """Open a short read-only transaction."""
     with engine.connect() as conn:
         with conn.begin():
             yield conn

@@ -1,11 +1,7 @@
-"""Database errors told to people: the driver's own first line, never the statement or its values.
+"""Database errors told to people: the driver's own message, never the statement or its values.
 
-SQLAlchemy renders a failed statement with its SQL and its parameters, and the parameters of a
-memctl write hold note texts (a new note, a change-log row's before/after state). Engines are
-built with `hide_parameters=True`, and every message memctl prints or records about a database
-error comes from `describe`, which keeps the driver's own message without the lines that quote
-data (PostgreSQL's DETAIL "Failing row contains (...)", LINE and CONTEXT). A store memctl may not write to is a configuration
-problem, told in one sentence (`read_only_error`, exit 2).
+Statement parameters hold note texts, so every message about a database error comes from `describe`,
+which drops the lines that quote data (PostgreSQL's DETAIL, LINE, CONTEXT).
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ READ_ONLY_SQLSTATES = {"25006": "the connection is read-only", "42501": "the dat
 READ_ONLY_WORDS = ("readonly database", "read-only database", "read-only transaction", "read only database")
 
 
-# PostgreSQL adds lines that may quote the row or the statement: "DETAIL:  Failing row contains
-# (...)", "LINE 1: INSERT ... VALUES ('...')" with its caret line, "CONTEXT: ..." (values too).
+# PostgreSQL's lines that may quote the row or the statement (and LINE's caret line)
 _QUOTING_LINES = re.compile(r"^\s*(DETAIL|CONTEXT|LINE \d+|QUERY|STATEMENT|WHERE)\b|^\s*\^\s*$")
 
 

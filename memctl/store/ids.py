@@ -1,9 +1,7 @@
 """How GUIDs are compared and read on each backend: the one place that knows SQLite's spellings.
 
-SQLite keeps a GUID as text. SQLAlchemy writes 32 lower-case hex digits; another application
-(SQL Server's, .NET's) may have written it upper-case or dashed, which a plain comparison never
-matches. Every lookup by ID outside store/ goes through `id_in` / `guid_in`, and every scan
-that reads GUID columns through `readable` and `guid_reader`.
+SQLite keeps a GUID as text that another application may have written upper-case or dashed, so every
+lookup by ID outside store/ goes through `id_in` / `guid_in`, every GUID scan through `readable`.
 """
 
 from __future__ import annotations
@@ -58,10 +56,7 @@ _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 
 @lru_cache(maxsize=1 << 16)
 def sqlite_guid(value: Optional[str]) -> Optional[str]:
-    """A GUID column's stored SQLite text as SQLAlchemy's Uuid type reads it (lower-case, dashed).
-
-    Cached per value: a scan repeats each agent's, user's and company's IDs on every row.
-    """
+    """A GUID column's stored SQLite text as SQLAlchemy's Uuid type reads it (lower-case, dashed)."""
     if value is None:
         return None
     if _HEX32.fullmatch(value):
@@ -84,8 +79,8 @@ def guid_reader(bind: Any) -> Callable[[Any], Optional[str]]:
 
 def readable(columns: Sequence[sa.ColumnElement[Any]], bind: Any) -> tuple[list[sa.ColumnElement[Any]], list[str]]:
     """The columns to select for a large scan, and the names of the GUID columns among them that
-    the caller spells with `sqlite_guid`: on SQLite they are read as text, because SQLAlchemy's
-    Uuid result processing builds a uuid.UUID per value (most of a 100k-row load)."""
+    the caller spells with `sqlite_guid`: on SQLite they are read as text, as SQLAlchemy's Uuid
+    processing building a uuid.UUID per value is slow."""
     if not on_sqlite(bind):
         return list(columns), []
     fast = [c.name for c in columns if isinstance(c.type, sa.Uuid)]

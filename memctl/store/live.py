@@ -1,14 +1,8 @@
 """The tables as the database has them, including the columns memctl does not model.
 
-memctl's models (`memctl.store.models`) name the columns memctl reads and writes. A
-MemberJunction database has more: AIAgentNote.AuthorType and EmbeddingVectorBinary (MJ v6.2),
-most of AIAgent's and AIAgentRun's columns, Company.Description... Export and import carry those
-too, and a note memctl creates fills the ones MJ's own Memory Manager would. So every such use
-reflects the real table once per engine: `live_table(conn, model)` returns the model's columns
-followed by the database's others, in the database's order, with their reflected types.
-
-The configured schema is applied by the engine's schema translation, so the reflected table is
-declared without a schema, exactly like the models.
+A MemberJunction database has more columns than memctl's models; export, import and created notes
+need them, so `live_table` reflects the real table once per engine. Like the models, it is declared
+without a schema (the engine's schema translation applies it).
 """
 
 from __future__ import annotations
@@ -53,8 +47,7 @@ def _reflect(conn: Connection, model: sa.Table) -> sa.Table:
 def live_table(conn: Connection, model: sa.Table) -> sa.Table:
     """Return `model` extended by the columns the database's table has and memctl does not model.
 
-    Reflected once per engine (the schema does not change under a running memctl); the
-    extension's own columns keep the model's types, the others take the reflected ones.
+    Reflected once per engine; modelled columns keep the model's types.
     """
     engine = conn.engine
     with _mutex:
@@ -75,7 +68,7 @@ def extra_columns(table: sa.Table, model: sa.Table) -> list[sa.Column[Any]]:
 
 
 def self_references(conn: Connection, model: sa.Table) -> list[str]:
-    """Return the table's single-column foreign keys to itself (reflected once per engine), e.g. MJ's AIAgent.ParentID."""
+    """Return the table's single-column foreign keys to itself (reflected once per engine)."""
     engine = conn.engine
     with _mutex:
         found = _self_refs.setdefault(engine, {}).get(model.name)

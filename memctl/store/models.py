@@ -1,13 +1,9 @@
 """The store's tables, with MemberJunction's exact table and column names.
 
-Tables are SQLAlchemy Core objects on a schema-less MetaData; the configured schema (for example
-MJ's `__mj`) is applied per engine with `schema_translate_map`, so one set of definitions serves
-SQLite (no schema), PostgreSQL and SQL Server. Alembic migrations in `alembic/versions` create
-exactly these definitions; `tests/test_migrations.py` checks they never drift apart.
-
+Tables are on a schema-less MetaData; the configured schema is applied per engine with
+`schema_translate_map`. The Alembic migrations create exactly these (tests/test_migrations.py).
 No foreign keys run from notes and examples to agents, users, companies or conversations: those
-can be deleted or live in another system, which is what the prune phase detects. The only
-declared foreign keys are the self-reference ConsolidatedIntoNoteID (FR-050) and the run tables'.
+may be deleted or live elsewhere, which the prune phase detects.
 """
 
 from __future__ import annotations
@@ -33,11 +29,9 @@ MEMCTL_AGENT_NAME = "memctl"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC timestamp on every backend.
+    """A timezone-aware UTC timestamp on every backend (SQLite stores naive UTC text).
 
-    PostgreSQL and SQL Server store the offset natively; SQLite stores naive UTC text. Values
-    going in must be aware (a naive value is a programming error, never silently local time);
-    values coming out are always aware UTC.
+    Values going in must be aware (a naive one is a programming error); values coming out are aware UTC.
     """
 
     impl = sa.DateTime(timezone=True)
@@ -240,7 +234,7 @@ run_step = sa.Table(
     sa.Index("IX_AIAgentRunStep_AgentRunID", "AgentRunID"),
 )
 
-# --- memctl's own tables -------------------------------------------------------------------
+# memctl's own tables
 
 change = sa.Table(
     "memctl_change",
@@ -324,5 +318,4 @@ VERSION_TABLE = "memctl_alembic_version"
 
 
 def utcnow() -> datetime:
-    """Return the current time as an aware UTC datetime."""
     return datetime.now(timezone.utc)

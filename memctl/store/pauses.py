@@ -1,14 +1,8 @@
 """Paused questions: a question whose reply was unusable is asked again later, not every night.
 
-A model that answers, but not usably, gives the same unusable reply to the same question at
-temperature 0, so asking it every night only costs a call and a line in every report. The
-question (its verdict-cache key: kind, prompt, model, inputs) is paused instead: the n-th
-unusable reply in a row pauses it for 2**n days (2, 4, 8, 16), at most `MAX_PAUSE_DAYS`, so the
-next night always skips it and a question that never gets a usable reply is still tried monthly.
-A usable reply ends the pause. A changed note, prompt or model is another question, never paused.
-
-Rows are written by real runs only (a dry-run reads them, so its preview skips the same
-questions); `undo` leaves them, as it leaves the verdict cache.
+At temperature 0 the same question gets the same unusable reply, so the n-th unusable reply in a row
+pauses it (by verdict-cache key) for 2**n days, at most `MAX_PAUSE_DAYS`; a usable reply ends the
+pause. Only real runs write pauses; `undo` leaves them, as it leaves the verdict cache.
 """
 
 from __future__ import annotations
@@ -71,9 +65,7 @@ class Pauses:
     def record(self, entries: Iterable[tuple[str, str, str, str]], now: datetime, known: dict[str, Pause]) -> dict[str, Pause]:
         """Pause each (key, kind, model, reason) after an unusable reply at `now`; return the pauses.
 
-        `known` holds the pauses read before the questions were asked (`get_many`): a question's
-        count of unusable replies in a row continues from there. In a dry-run the pauses are
-        returned (the preview says when the questions would be asked again) and nothing is written.
+        The count continues from `known` (`get_many`). In a dry-run nothing is written.
         """
         rows = {}
         for key, kind, model, reason in entries:

@@ -116,12 +116,10 @@ def upgrade_sql(dialect: str, schema: Optional[str], revision: str = "head") -> 
 
 
 def database_upgrade_sql(engine: Engine, settings: Settings, dialect: Optional[str] = None) -> str:
-    """Return the statements `upgrade` would run on this database ("" when it is at head).
+    """Return the statements `upgrade` would run on this database ("" when it is at head); nothing is written.
 
-    Alembic's offline mode renders them, with an inspector of the live database handed to the
-    migrations, so an existing (MemberJunction) database gets its adoption statements, not a
-    full CREATE script. Nothing is written. `dialect` renders them for another backend holding
-    the same tables (SQL Server's, from a PostgreSQL copy).
+    The migrations get an inspector of the live database, so an existing MemberJunction database gets
+    its adoption statements, not a full CREATE script. `dialect` renders them for another backend.
     """
     schema = settings.db_schema
     if schema and engine.dialect.name == "sqlite":

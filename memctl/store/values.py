@@ -20,7 +20,7 @@ INT_MAX = 2**31 - 1
 
 
 def value_problem(column: sa.Column, value: Any, settings: Optional[Settings]) -> Optional[str]:
-    """Return why `value` cannot go into `column` as memctl writes it, or None (checked before the driver sees it)."""
+    """Return why `value` cannot go into `column` as memctl writes it, or None."""
     kind = column.type
     if value is None:
         return None if column.nullable else "may not be null"

@@ -1,8 +1,7 @@
 """The verdict cache: a judge's reply, keyed by what was asked, so nothing is asked twice.
 
-The key hashes the question's kind, the prompt template's hash, the model, and the inputs
-exactly as the judge sees them (IDs, contents, dates, access counts). Change any of them (a
-note edited, a prompt improved, another model configured) and the question is asked again.
+The key hashes the kind, the prompt template's hash, the model, and the inputs exactly as the judge
+sees them, so changing any of them asks again.
 """
 
 from __future__ import annotations

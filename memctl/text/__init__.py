@@ -1,14 +1,10 @@
 """Text and decisions, in any language: the low floor both LLM phases and the offline judge stand on.
 
-- `tokens`: Unicode tokens (NFKC, digits of any script, CJK characters) and sentences;
-- `lexicon`: the small word lists (filler, negations, cues, exclusive value sets) per language;
-- `statement`: what one sentence states (content words, negations, hard evidence, names);
-- `english`: the English attribute and quantifier-negation rules (tuned on SICK; measured there);
-- `compare`: two sentences compared: what the second is to the first, and the evidence it rests on;
-- `decide`: the decision layer (same fact / conflicting value / different subject / complementary),
-  the guard on contradiction verdicts and the check of a merged note.
-
-Nothing here imports the rest of memctl.
+`tokens` (Unicode tokens and sentences), `lexicon` (small word lists per language), `statement`
+(what one sentence states), `english` (English attribute and quantifier-negation rules),
+`compare` (what one sentence is to another, and on what evidence) and `decide` (the decision
+layer, the guard on contradiction verdicts, the check of a merged note). Nothing here imports
+the rest of memctl.
 """
 
 from functools import _lru_cache_wrapper

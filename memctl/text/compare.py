@@ -1,7 +1,6 @@
 """Two sentences compared: what the second is to the first (the same fact, an elaboration, a
 conflicting value, a different subject or a complementary statement), and the evidence it rests
-on. The rules, in the order they are read, are told in memctl/text/decide.py, which decides
-between notes from these findings."""
+on. The rules are told in memctl/text/decide.py, which decides between notes from these findings."""
 
 from __future__ import annotations
 
@@ -105,9 +104,8 @@ GRAMMAR_KANA = 3
 
 
 def _grammar(left: Sequence[str], right: Sequence[str], before: str = "") -> bool:
-    """Say whether a place differs only in a few hiragana after a kanji or katakana word: a particle or a verb
-    ending ("は" / "が", "する" / "します"), a wording, not a value. Hiragana words ("おじいちゃん" /
-    "おばあちゃん") and longer endings ("している" / "をやめた") are not."""
+    """Say whether a place differs only in a few hiragana after a kanji or katakana word: a particle or
+    verb ending ("は" / "が", "する" / "します"), a wording, not a value."""
     if not (left or right) or len(left) > GRAMMAR_KANA or len(right) > GRAMMAR_KANA:
         return False
     if not ((_kana(left) or not left) and (_kana(right) or not right)):
@@ -267,10 +265,8 @@ def compare(a: Sentence, b: Sentence) -> Decision:
             if single:
                 return Decision(CONFLICT, shown, kind="competing_value", slot="value", values=(va, vb), certain=True,
                                 evidence="template", template=True, confidence=english.PREFERENCE_CONFIDENCE, sentences=pair)
-            # two names in the one place ("call Ana" / "call Inés", "Javier Martín" / "Javier Marín"; not acronyms
-            # such as "EU" / "US", "CET" / "PST") may be two
-            # people as well as two values: evidence "named", so no judge's verdict settles it by the rule (a model
-            # may still merge them: German capitalises every noun, and its synthesis is checked for two values)
+            # two names in the one place ("call Ana" / "call Inés"; not acronyms such as "EU" / "US") may be
+            # two people as well as two values: evidence "named", so no judge's verdict settles it by the rule
             person = set(place.left + place.right) <= _titled(a.text) | _titled(b.text)
             return Decision(CONFLICT, f"{shown}; no rule says the value is single, so only a person may settle it",
                             kind="competing_value", slot="value", values=(va, vb), evidence="named" if person else "template",
@@ -359,10 +355,9 @@ def _anchors(sentence: Sentence) -> list[str]:
 def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Optional[Decision]:
     """Return an uncertain conflict when two sentences say different things about one subject and one attribute.
 
-    "The customer's plan is Basic." / "Customer upgraded; their plan is Premium.", "Lucía drinks
-    coffee." / "Lucía has stopped drinking coffee.": the same first word, another word in common
-    (inflections and abbreviations count), and words of its own on each side. Without a model
-    nothing tells a new value in other words from a second fact, so a person decides (review).
+    The same first word, another word in common, and words of its own on each side ("The plan is
+    Basic." / "Customer upgraded; their plan is Premium."). Without a model nothing tells a new
+    value from a second fact, so a person decides.
     """
     if a.hedged or b.hedged or not a.words or not b.words or opening_hard(a) ^ opening_hard(b):
         return None
@@ -434,19 +429,10 @@ def _in_subject(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, 
 
     `kind` is what differs there: "hard" (a number, ID, e-mail, URL or date), "name", "inflected"
     (one word with another ending: "mweber" / "mwebert") or "plain". On either side the place is
-    the subject when it opens the sentence (an inflected word there is rather a verb: "Incluye" /
-    "No incluyas"), or when:
-    - hard: the word right before it names a subject ("Account 1000", "the website store.zahra.ae",
-      "账户1000") and is in the same clause; "has 12 seats", "Budget: 1,200 €" are values;
-    - name, inflected: only generic subject words ("user", "account", "the room") and names come
-      before it ("Lucía Fernández" / "Lucía Hernández", "user mweber" / "user mwebert");
-    - plain: it qualifies a name, in parentheses or after a preposition ("Maria Lopez (sales)",
-      "Наталья Козлова из отдела продаж");
-    - in Japanese, it comes before the topic particle (は, が); in Chinese, it lies in the first
-      quarter with no honorific ("女士") closing a name before it; in a script without capitals
-      (Arabic), in the first third: names cannot be seen there, so the opening words must do.
-    A place that ends the sentence is a value on that side ("prefers tea" / "prefers coffee", "the
-    owner is Omar Haddad" / "Chloe Martin").
+    the subject when it opens the sentence, or when what comes before it names a subject: a
+    subject word right before it (hard), only generic subject words and names (name, inflected),
+    or a name it qualifies (plain); scripts without spaces or capitals use position instead.
+    A place that ends the sentence is a value on that side.
     """
     for words, start, length, sentence in ((x, place.i, len(place.left), a), (y, place.j, len(place.right), b)):
         if not length and kind == "plain":

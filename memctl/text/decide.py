@@ -1,53 +1,12 @@
 """The decision layer: one notion of "same fact", "conflicting value", "different subject" and
 "complementary", for both LLM phases, in any language (DESIGN 4, "Decisions").
 
-`decide(a, b)` compares two notes sentence by sentence. Two sentences are aligned on their
-content words (memctl.text.statement; CJK characters are words here), and what differs between
-them is read in this order:
-
-1. Hard evidence. Numbers (any digit system), IDs, e-mail addresses and URLs that each side has
-   and the other lacks name different subjects ("Account 1000 ..." / "Account 1009 ..."):
-   `different_subject`, evidence "hard". One exception: when the two sentences share a template
-   and differ only in one place, after the opening words (a third of the sentence, and at least
-   the first two words), that place is a value ("budget is 500" / "budget is 700"): a
-   `conflicting_value` with evidence "hard", which only a person may settle (review), never the
-   authority rule. Names (capitalised words, in scripts with case) work the same way, except
-   that a name in that one value place is an ordinary value ("home city is Paris" / "Lyon").
-2. The subject place. A shared template whose first word differs ("Ana prefers tea" / "Bob
-   prefers tea", "汤姆..." / "安娜...") is about different subjects (evidence "position"); two
-   sentences without a shared template whose capitalised first words differ and name someone
-   ("Globex ..." / "Initech ...") likewise (evidence "opener").
-3. Negation: the same words with a negation on one side only ("likes email" / "does not like
-   email", "好む" / "好まない"): a certain `conflicting_value` (kind "negation").
-4. Values. Members of different groups of one exclusive set (weekly / monthly, 毎週 / 毎月,
-   metric / imperial), the English attribute patterns (memctl.text.english), or one word
-   replaced in a shared template next to a single-valued cue ("prefers", "bevorzugt", "想要"):
-   a certain `conflicting_value`, which the authority rule settles. One word replaced next to a
-   multi-valued cue ("likes tea" / "likes coffee", "speaks German" / "speaks French") is
-   `complementary`. One word replaced with no cue is a `conflicting_value` that is not certain:
-   a person settles it (review). A hedge on either side ("usually", "vielleicht") makes no
-   value certain.
-5. Wording. Punctuation, case, filler and adverbs are gone before the comparison; synonyms of
-   one group, inflections of one word (a long shared beginning), kana-only differences
-   (particles and verb endings), swapped prepositions and moved words are wordings of the same
-   fact. Words added on one side only are an `elaboration` (it states more).
-
-Notes: a note whose every sentence the other states is the same fact or an elaboration of it,
-whatever else the other says. Otherwise the strongest sentence-level finding decides: different
-subjects on hard evidence or names, then a conflict, then other subjects, then complementary.
-
-Who uses what (the contract of DESIGN 4):
-- Offline (no model) consolidation merges only notes that are the same fact, an elaboration,
-  or complementary statements about one subject that share no template; everything else is kept
-  apart, and a pair kept apart as a conflicting value goes to the contradiction phase, whose
-  offline judge reads this same decision (certain: authority rule; not certain: review).
-- The offline judge's contradiction verdicts are checked by `verdict_guard` (different subjects:
-  never applied; a hard value or a name only one note holds: review), its absorption "yes" by
-  `absorption_veto`.
-- With a model, none of these rules vetoes or flags: the model quotes its evidence and
-  memctl.text.evidence checks the quotes. What stays is the check of a merged note's text
-  (`synthesis_problem`): no source's hard evidence lost or invented, no two values of one slot,
-  the value the authority rule keeps.
+`decide(a, b)` compares two notes sentence by sentence (memctl.text.compare), reading in order:
+hard evidence and names, the subject place, negation, values (exclusive sets, English patterns,
+single- or multi-valued cues), then wording. A note whose every sentence the other states is the
+same fact or an elaboration; otherwise the strongest sentence finding decides. Offline, these
+findings decide merges and verdicts (`verdict_guard`, `absorption_veto`); with a model, its quotes
+are checked by memctl.text.evidence and `synthesis_problem` still checks a merged note's text.
 """
 
 from __future__ import annotations
@@ -70,9 +29,8 @@ T = TypeVar("T")
 
 @lru_cache(maxsize=65536)
 def _piece_names(piece: str) -> frozenset[str]:
-    """Return the words of one sentence that read as names: a Titlecase word after the first ("Ana",
-    not "EU", not a German common noun), and a word in another script than the sentence's ("ppetrov"
-    in Russian, "Slack" in Japanese)."""
+    """Return the words of one sentence that read as names: a Titlecase word after the first (not "EU",
+    not a German common noun), and a word in another script than the sentence's ("Slack" in Japanese)."""
     toks = tokens(piece)
     nouns = german_nouns(toks)
     words = [(j, t) for j, t in enumerate(toks) if t.kind in (WORD, CHAR)]
@@ -221,10 +179,9 @@ def _same_opening(a: Sentence, b: Sentence) -> bool:
 def mergeable(d: Decision) -> bool:
     """Say whether notes so related may share one merged note without a model (offline).
 
-    Only wordings of one fact (and one note stating more of it). Two statements the rules call
-    complementary may still be a value change in other words ("plan is Basic" / "upgraded to
-    Premium", "smokes" / "stopped smoking"): without a model nothing tells them apart, so they
-    stay two notes.
+    Only wordings of one fact (and one note stating more of it). Complementary statements may be
+    a value change in other words ("plan is Basic" / "upgraded to Premium"), which nothing tells
+    apart without a model, so they stay two notes.
     """
     return d.relation in (SAME, ELABORATION)
 
@@ -243,8 +200,7 @@ def incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
 def compatible_groups(items: Sequence[T], text_of: Callable[[T], NoteText]) -> tuple[list[list[T]], list[str]]:
     """Split `items` into groups of mutually compatible notes, greedily in the order given.
 
-    Returns the groups (largest first; ties keep the order of their first member) and the reasons
-    notes were kept apart.
+    Returns the groups (largest first, stable) and the reasons notes were kept apart.
     """
     groups: list[list[T]] = []
     reasons: list[str] = []
@@ -282,10 +238,8 @@ class Guard:
 def verdict_guard(a: NoteText, b: NoteText, rules_judge: bool = False) -> Guard:
     """Check a contradiction verdict between two notes against hard evidence (any judge's verdict).
 
-    Notes that name different subjects (numbers, IDs, e-mails, URLs, names, a different subject
-    place) are never made winner and loser: "veto". Notes that differ in a hard value are only
-    flagged for review: "flag". The offline rules' own uncertain conflicts are flagged too
-    (`rules_judge`). Two notes that state the same facts are "duplicate".
+    Different subjects: "veto"; a differing hard value, or the offline rules' own uncertain
+    conflict (`rules_judge`): "flag" for review; the same facts: "duplicate".
     """
     d = decide(a, b)
     if d.relation == SAME:
@@ -317,9 +271,8 @@ def lost_evidence(broader: NoteText, narrower: NoteText) -> Optional[str]:
 def absorption_veto(broader: NoteText, narrower: NoteText) -> Optional[str]:
     """Check a judge's "the broader note states every fact of the narrower one" against hard evidence.
 
-    Return why the "yes" must not be applied, or None: the narrower note holds hard evidence (a
-    number in any digit system, an ID, e-mail, URL or date) the broader note does not state, or
-    the two name different subjects or hold conflicting values by hard evidence.
+    Return why the "yes" must not be applied (hard evidence lost, or different subjects or
+    conflicting values by hard evidence), or None.
     """
     lost = lost_evidence(broader, narrower)
     if lost:
@@ -334,18 +287,12 @@ def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = F
                       authority: Optional[Callable[[int, int], Optional[int]]] = None) -> Optional[str]:
     """Return why a merged note must be refused, or None.
 
-    Refused: it loses a source's hard evidence (a number, ID, e-mail or URL some source states),
-    it names hard evidence no source states, two of its sentences hold conflicting values (a
-    source that already holds such a pair itself lets it keep it), it joins subjects no single
-    source joins, or, when two sources hold a certain conflict, it does not keep the value the
-    authority rule keeps (`authority(i, j)` -> the index of the winner, or None when it cannot
-    decide; then the merge is refused and the pair is left for the contradiction phase).
-
-    The merged note's own sentences are held to every rule (a correct merge states one value).
-    With `model` (a model wrote the merge and its quotes held), a conflict between two sources
-    counts only on hard evidence or a listed rule (a negation, an exclusive value set, an English
-    attribute pattern): the alignment of two wordings' one differing place ("Contact Eli by Slack
-    first." / "Eli's preferred channel is Slack.") is a guess, and a guess does not overrule the model.
+    Refused when it loses or invents hard evidence, two of its sentences conflict (unless a source
+    already does), it joins subjects no single source joins, or it drops the value the authority
+    rule keeps between two certainly conflicting sources (`authority(i, j)` -> the winner's index,
+    or None: refused, left for the contradiction phase). With `model`, a conflict between sources
+    counts only on hard evidence or a listed rule: aligning two wordings is a guess, and a guess
+    does not overrule the model.
     """
     def counted(d: Decision) -> bool:
         return not model or d.evidence in ("hard", "rule")

@@ -1,23 +1,11 @@
 """English rules the generic ones do not cover: a quantifier negation, and attribute patterns.
 
-Written from the SICK 2014 train split and English agent notes (issue 5); these rules are
-measured on SICK_test, PersonaChat and the templated sets, which are the sets they were tuned on.
-The multilingual rules (memctl.text.decide) do not need them; they add recall in English.
-
-1. negation: one side has no negation, the other at most one per clause, and the two word
-   sequences are identical once negations are taken out; a quantifier negation ("there is no",
-   "no <noun>", "nobody") also denies a more specific positive ("user has no pets" / "user has two
-   pets"), with no tense, modal or hedge word added and no preposition inside the denied phrase.
-   Epistemic hedges (maybe, probably, might) switch the rule off.
-2. attribute patterns: "S prefers X", "S lives in X", "S is based in X", "S works at/for X",
-   "S reports to X", "S is married to X", "S speaks primarily X", "S is N years old", and "S's
-   <attr> is X" / "the <attr> of S is X" for a lexicon of single-valued attributes (timezone,
-   language, currency, email, phone number, birthday, name, city, deadline, ...) and any attribute
-   led by favourite/preferred/primary/default. The subjects must match ("user", "the user" and no
-   subject are the same); the values must differ, neither containing the other nor being
-   synonyms. Named values (residence, employer, manager, spouse) must be capitalised; a qualifier
-   on one side only is ignored ("Paris with his wife" is "Paris"); other values must have the same
-   qualifier, and "prefers" values must be single words or share their head word.
+Tuned on the SICK train split and English agent notes. The multilingual rules (memctl.text.decide)
+do not need them; they add recall in English.
+1. negation: the same words with a negation on one side only (one per clause at most); a
+   quantifier negation ("there is no", "nobody") also denies a more specific positive.
+2. attribute patterns: "S prefers X", "S lives in X", "S's <attr> is X" and the like, for
+   single-valued attributes: one subject, two values that differ and are not synonyms.
 """
 
 from __future__ import annotations
@@ -74,11 +62,9 @@ class Conflict:
 def negation_conflict(a: Sentence, b: Sentence) -> Optional[Conflict]:
     """Rule 1: a statement and its negation.
 
-    The negated side must say the same words as the positive one, one negation per clause at
-    most (so "is not X and is not Y" denies "is X and Y"). A quantifier negation ("there is no
-    biker jumping") also denies a more specific positive ("a lone biker is jumping"): its words
-    need only appear in order in the positive, which may add any words but tense, modal and
-    hedge words ("there was once a biker jumping" is no contradiction).
+    The negated side says the same words, one negation per clause at most. A quantifier negation
+    ("there is no biker jumping") also denies a more specific positive ("a lone biker is jumping"),
+    which may add any words but tense, modal and hedge words.
     """
     positive, negative = (a, b) if not a.negations else (b, a)
     if positive.negations or not negative.negations or len(negative.words) < 2:
@@ -214,10 +200,7 @@ def _fact(attribute: str, kind: str, subject: str, value: str) -> Optional[Fact]
 
 @lru_cache(maxsize=65536)
 def read_facts(text: str) -> tuple[Fact, ...]:
-    """Read every single-valued attribute statement the patterns find in one sentence.
-
-    Kept per sentence (bounded): the merge checks read the same sentence against many others.
-    """
+    """Read every single-valued attribute statement the patterns find in one sentence (cached)."""
     surface = _surface(text)
     facts: list[Optional[Fact]] = []
     for attribute, kind, regex in _VERB_REGEXES:
@@ -244,10 +227,11 @@ def _value_words(words: Sequence[str]) -> set[str]:
 
 
 def _values_compete(a: Fact, b: Fact) -> bool:
-    """Say whether two values of one attribute exclude each other (see rule 2b).
+    """Say whether two values of one attribute exclude each other (rule 2).
 
-    Values whose words (determiners, possessives and -ing forms aside) are one a part of the
-    other are two wordings of one value: "to get answers in Spanish" / "all answers in Spanish".
+    Values whose words (determiners, possessives, -ing forms aside) are one part of the other are
+    two wordings of one value. Named values must be capitalised; a qualifier on one side only is
+    ignored for them, other values need the same qualifier.
     """
     words_a, words_b = _value_words(a.head + a.qualifier), _value_words(b.head + b.qualifier)
     if words_a <= words_b or words_b <= words_a or _synonymous(a.head, b.head):
@@ -268,7 +252,7 @@ def _synonymous(a: Sequence[str], b: Sequence[str]) -> bool:
 
 
 def attribute_conflict(a: Sentence, b: Sentence) -> Optional[Conflict]:
-    """Rule 2b: one subject, one single-valued attribute, two different values."""
+    """Rule 2: one subject, one single-valued attribute, two different values."""
     if a.negations or b.negations or set(a.words + b.words) & _VALUE_HEDGES:
         return None
     for fact_a in read_facts(a.text):

@@ -1,21 +1,9 @@
 """A model's quoted evidence, checked against the notes (DESIGN 4, "Decisions").
 
-With a model, the model decides, and every verdict that would change the store comes with its
-evidence: from each note, a verbatim quote of the subject it is about and of the value it states
-or compares. Code does not guess which words are the subject; it checks the quotes:
-
-1. each quote occurs in its note, beginning and ending at a word's edge (after NFKC, case
-   folding and digits of any script read as ASCII; the spaces and punctuation around it aside);
-2. the subject quotes are the same words. Quotes that differ in hard evidence (a number, ID,
-   e-mail or URL) name different subjects; quotes that differ otherwise do not show one subject;
-3. every hard-evidence token in which the notes differ lies inside its note's value quote: a
-   number the quotes leave out ("Account" quoted from "Account 1000 ...") may be what tells two
-   subjects apart; so may the same numbers outside the values in another order ("2024年3月5日" /
-   "2024年5月3日").
-
-A contradiction's value quotes must also lie where the notes differ (`values_apart`). A reply
-whose quotes are missing or not found is unusable (`unfound`); a verdict whose quotes do not hold
-is not applied (`check`).
+Every model verdict that would change the store quotes, from each note, the subject it is about
+and the value it states. Code checks the quotes rather than guessing the subject: each occurs in
+its note at word edges; the subject quotes are the same words; and every number or ID in which
+the notes differ lies inside a value quote (one left out may tell two subjects apart).
 """
 
 from __future__ import annotations
@@ -72,10 +60,9 @@ def _joins(a: str, b: str) -> bool:
 
 
 def _covered(text: str, quote: str) -> Optional[list[tuple[int, int]]]:
-    """Return where `quote` occurs in `text` (spans of `normal(ascii_digits(text))`), or None when it does not.
+    """Return where `quote` occurs in `text` (spans of `normal(ascii_digits(text))`), or None.
 
-    The quote is matched after NFKC, case folding and digits of any script read as ASCII, with
-    the punctuation and spaces around it set aside; it must begin and end at a word's edge.
+    Matched folded, edge punctuation set aside; it must begin and end at a word's edge.
     """
     wanted = _folded(quote)[0].strip(_EDGE)
     if not any(c.isalnum() for c in wanted):
@@ -133,11 +120,7 @@ def check(notes: Sequence[Quoted]) -> Finding:
 
 
 def values_apart(a: Quoted, b: Quoted) -> bool:
-    """Say whether the value quotes lie where the notes differ: one of them holds a word the other note lacks.
-
-    Two values quoted from words both notes share ("is confirmed" / "is") show no competing values,
-    whatever else the notes differ in.
-    """
+    """Say whether the value quotes lie where the notes differ: one holds a word the other note lacks."""
     return bool(set(_key(a.value)) - set(_key(b.text)) or set(_key(b.value)) - set(_key(a.text)))
 
 

@@ -1,26 +1,10 @@
 """Small word lists, in the languages memctl is measured on, that the offline rules may lean on.
 
-What is here was first written from general knowledge of each language, before the labelled
-sets in benchmarks/heldout/ existed; entries were added after reading the misses of sets A and B
-and two of set C (benchmarks/heldout/README.md says in which order), so those sets measure rules
-tuned on them. Each list is a handful of function words, not a dictionary; a word a list misses
-makes the rules more cautious, never bolder:
-
-- FILLER: words that do not change what a sentence states (articles, "really", "always",
-  "please", a "Note:" label, English auxiliaries). Dropped before two sentences are compared.
-- NEGATION: words that deny a statement ("not", "nicht", "不", "ない", "не", "لا"...).
-- HEDGES: words that weaken a statement ("usually", "maybe"...): a sentence with one added is
-  not a wording of the same fact, and no value rule is certain about it.
-- SINGLE_CUES / MULTI_CUES: words that say whether the slot a sentence fills holds one value
-  ("prefers", "wants", "should") or several at once ("likes", "speaks", "has", "visited").
-- SYNONYMS: verbs and nouns notes use interchangeably ("wants" / "would like").
-- EXCLUSIVE: sets of values of which one thing has one at a time (weekly / monthly, metric /
-  imperial, formal / casual, dark / light, answer languages...), members in every language; a
-  set marked `cue` counts only next to a single-valued cue ("prefers answers in German").
-- OPENERS: sentence openers that name no one ("User", "The customer", "Er", "Le client").
-
-Entries are matched on tokens (memctl.text.tokens): a CJK entry is a character sequence; an entry
-ending in "*" matches any word it begins (Russian and German endings).
+Each list is a handful of function words, not a dictionary: a word a list misses makes the rules
+more cautious, never bolder. Some entries come from the misses of benchmarks/heldout/ sets A, B
+and two of C, so those sets measure rules tuned on them. Entries are matched on tokens
+(memctl.text.tokens): a CJK entry is a character sequence; an entry ending in "*" matches any
+word it begins (Russian and German endings).
 """
 
 from __future__ import annotations
@@ -36,6 +20,7 @@ def _entries(text: str) -> tuple[str, ...]:
     return tuple(e.strip() for e in text.replace("\n", ",").split(",") if e.strip())
 
 
+#: words that do not change what a sentence states: dropped before two sentences are compared
 FILLER = _entries("""
 a, an, the, is, are, am, do, does, really, truly, definitely, certainly, indeed, actually, clearly, always, still, now, also,
 please, kindly, note, reminder, confirmed, noted, again, just, very, strongly, absolutely, of course, going forward,
@@ -69,6 +54,8 @@ NEGATION_COMPANIONS = frozenset("""
 anymore longer any more mehr plus más ya больше уже もう 再 了 de d يعد
 """.split())
 
+#: words that weaken a statement: a sentence with one added is no wording of the same fact,
+#: nor a certain value
 HEDGES = _entries("""
 usually, sometimes, occasionally, often, maybe, perhaps, probably, possibly, might, rarely, seldom, mostly, generally, typically,
 normally, mainly,
@@ -81,6 +68,7 @@ habituellement, généralement, parfois, souvent, peut-être, probablement, rare
 عادة, عادةً, أحيانا, أحيانًا, غالبا, غالبًا, ربما, نادرا, نادرًا
 """)
 
+#: words saying the slot a sentence fills holds one value ("prefers", "wants") or several ("likes", "speaks")
 SINGLE_CUES = _entries("""
 prefer, prefers, preferred, preference, want, wants, wanted, would like, wishes, favourite, favorite, default, primary,
 should, must, main, set to, switched to, changed to,
@@ -159,9 +147,8 @@ janvier février mars avril mai juin juillet août septembre octobre novembre d�
 #: what ends a name in scripts without spaces: a name before it is the subject ("许女士", "佐野さん")
 HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "总", "さん", "様", "氏", "社長", "部長", "先生")
 
-#: determiners, quantifiers and possessives a wording swaps freely ("after each call" / "after every call", "his" / "the",
-#: "all answers" / "answers"), per language: in a sentence of another language the same letters may be a value
-#: ("son" is French for "his" and English for a son, "cet" French for "this" and a time zone)
+#: determiners, quantifiers and possessives a wording swaps freely ("each" / "every"), per language: in
+#: another language the same letters may be a value ("son", "cet" in French and in English)
 FREE_BY_LANGUAGE = {
     "en": _entries("each, every, all, this, that, these, those, his, her, their, my, our, your, its, a, an, the"),
     "de": _entries("alle, jeder, jede, jedes, jeden, jedem, sein, seine, seinen, seinem, seiner, ihr, ihre, ihren, ihrem, ihrer, "
@@ -531,7 +518,7 @@ rappel, confirmé, confirmée, mise à jour, important, selon, encore,
 """) for t in tokens(text))
 
 
-@lru_cache(maxsize=16384)  # read for the words before every colon: a few labels, each in many notes
+@lru_cache(maxsize=16384)
 def label_word(word: str) -> bool:
     """Say whether a word may stand in a "Label:" preamble (who noted it, how), besides filler and function words."""
     return word in LABELS or word in FUNCTION_WORDS or word in FREE_WORDS or bool(FILLER_ENTRIES.whole((word,)))

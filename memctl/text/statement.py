@@ -1,21 +1,10 @@
 """What a sentence states: its content words, its negations, and the hard evidence it names.
 
-A sentence is read into a `Sentence` once (kept, bounded, by its text):
-- `signed`: its content words in order, in comparison form, with "<not>" where a negation stood.
-  Filler (memctl.text.lexicon.FILLER: articles, "really", "always", "please", English
-  auxiliaries) is dropped, English contractions are expanded ("doesn't" -> "does not"), a
-  possessive 's is dropped, French elisions are split ("n'aime" -> "n", "aime"), Latin-script
-  words lose a plural or third-person -s ("likes" / "like"), a "there is" opener goes, and so does a short "Label:" preamble ("Confirmed:", "Per the account team:").
-  Negations of any listed language ("not", "nicht", "不", "ない", "не", "لا") are counted.
-- `words`: the same without the negations.
-- `hard`: its numbers (in any digit system), IDs, e-mail addresses and URLs, in comparison form.
-  A "currently" that memctl.temporal made "as of <date>" is a time stamp, not evidence.
-- `names`: the words written with a capital after the first word (only scripts with case have
-  them); `opener`: a capitalised first word that is not a generic opener ("Globex ...", not "The
-  ..." or "User ..."), which may be a name or only a capital.
-- `single`, `multi`, `hedged`: whether it holds a single-valued cue ("prefers"), a
-  multi-valued one ("likes", "speaks") or a hedge ("usually").
-
+`analyse` reads a sentence once (cached) into a `Sentence`: `signed` is its content words in
+comparison form with "<not>" where a negation of any listed language stood; filler
+(lexicon.FILLER) and a short "Label:" preamble are dropped, English contractions expanded,
+French elisions split and Latin-script -s endings folded. `hard` holds numbers, IDs, e-mail
+addresses and URLs (a "currently" made "as of <date>" by memctl.temporal is not evidence).
 `covers` (one sentence already states another) and `states` (the retention test) read these.
 """
 
@@ -71,7 +60,7 @@ def expand_contractions(text: str) -> str:
     return text
 
 
-@lru_cache(maxsize=65536)  # a dream stems each word of every sentence it analyses: few distinct words
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Fold a Latin-script plural or third-person ending, so "likes" / "like" and "cats" / "cat" compare equal."""
     if len(word) <= 3 or not _LATIN.match(word):
@@ -166,11 +155,11 @@ _GERMAN_ADJECTIVE_ENDING = re.compile(r"[^\W\d_]{2,}(?:e|en|er|es|em)$")
 
 
 def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
-    """Return the positions of the capitalised words of a German sentence that are common nouns, not
-    names: German writes every noun with a capital, so "Die Lieferung" / "Die Zustellung" are two
-    words for one thing, not two subjects. A noun is a title ("Frau", "Herrn") or stands after an
-    article, a determiner, a number or a small-letter adjective ("eine kurze Zusammenfassung", "90 Tage"); "Frau Lorenz",
-    "Die Müller Bau GmbH", "der Kunde Meier", "mit Anna" keep their name. Other languages: none."""
+    """Return the positions of the capitalised words of a German sentence that are common nouns.
+
+    German capitalises every noun, so "Die Lieferung" is not a name. A noun is a title ("Frau") or
+    stands after an article, determiner, number or small-letter adjective; "Frau Lorenz", "der
+    Kunde Meier" keep their name. Other languages: none."""
     words = [t.norm for t in toks]
     if not (lexicon.language_markers("de") & set(words)):
         return frozenset()
@@ -191,7 +180,7 @@ def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
 
 @lru_cache(maxsize=131072)
 def analyse(text: str) -> Sentence:
-    """Read one sentence (see the module docstring)."""
+    """Read one sentence into a `Sentence` (see the module docstring)."""
     bodied = body(text)
     expanded = expand_contractions(_AS_OF.sub(" ", bodied))
     toks = tokens(expanded)
@@ -367,10 +356,8 @@ def covers(kept: Sentence, candidate: Sentence) -> bool:
     """Say whether `kept` already states `candidate`.
 
     Every word of `candidate` must appear in `kept`, in order, and what `kept` adds must not
-    restrict or shift it: no preposition, condition, tense, modal, frequency or hedge word
-    ("prefers dark mode in the evening" does not state "prefers dark mode", "was vegetarian" does
-    not state "is vegetarian"; "lives in Paris, France" does state "lives in Paris"), and no
-    number, ID or other hard evidence the candidate lacks is needed for that.
+    restrict or shift it (no preposition, condition, tense, modal, frequency or hedge word):
+    "prefers dark mode in the evening" does not state "prefers dark mode".
     """
     if not candidate.words or kept.negations != candidate.negations:
         return False

@@ -1,25 +1,12 @@
 """Tokens and sentences in any script.
 
-Every decision memctl makes about note text starts here, so this module knows no language: it
-knows Unicode. A text is put in NFKC form (full-width letters and digits become plain ones,
-ligatures are split) and read as a sequence of tokens:
-
-- a URL or an e-mail address is one token;
-- a number is one token whatever its digit system (Arabic-Indic ١٢٣, Devanagari १२३, Thai, full-width
-  １２３ after NFKC...): its digits are rewritten as ASCII digits, and a thousands grouping is
-  dropped ("1,000", "1.000", "1 000" and "١٬٠٠٠" are all "1000");
-- a run of letters, marks and digits, with inner connectors ("e-mail", "INV-2024-0042", "l'heure",
-  "v2.3", "ana_b"), is one token: a word, or an ID when it mixes letters and digits;
-- scripts written without spaces are cut finer: each Han character (Chinese, Japanese kanji) and
-  each hiragana character is a token, a katakana run is one token. A segmenter (jieba, janome)
-  would give words, but it brings dictionaries and start-up time, and it guesses: a word boundary
-  it misplaces makes two wordings of one fact differ. Characters never disagree with themselves,
-  and the comparisons built on them (aligned sequences, shared templates) work the same on
-  "毎週" / "毎月" as on "weekly" / "monthly": one token differs.
-
-Each token keeps its text as written (casing matters for names) and a comparison form: casefolded,
-digits in ASCII. Sentences end at . ! ? … and their full-width forms 。！？, at the Arabic ؟ and
-the Devanagari danda, and at line breaks.
+This module knows no language, only Unicode. Text is put in NFKC form and read as tokens: a URL
+or e-mail address is one token; a number is one token in any digit system, rewritten in ASCII
+digits with thousands grouping dropped ("1,000", "١٬٠٠٠" -> "1000"); a run of letters with inner
+connectors ("INV-2024-0042", "l'heure") is a word, or an ID when it mixes letters and digits.
+Scripts without spaces are cut per character (each Han or hiragana character, a katakana run):
+a segmenter would guess word boundaries, and a misplaced one makes two wordings of a fact differ.
+Each token keeps its text as written (casing matters for names) and a casefolded comparison form.
 """
 
 from __future__ import annotations
@@ -192,25 +179,21 @@ def is_spaceless(text: str) -> bool:
 
 
 #: sentence-final punctuation: ASCII, the ellipsis, CJK full stops and their full-width forms
-#: (NFKC folds most full-width forms to ASCII first; they are listed for clarity)
 SENTENCE_END = ".!?\u2026\u3002\uff01\uff1f\uff0e\uff61"
 
 
 def same_text_key(text: str) -> str:
-    """Return the key under which two note texts count as the same text (issue 29).
+    """Return the key under which two note texts count as the same text.
 
-    NFKC, case-folded, sentence-final punctuation removed where it ends a sentence (before
-    whitespace or at the end), whitespace collapsed to single spaces and stripped. Punctuation
-    inside a word or number ("3.5", "e-mail", "a.m") is kept: "3.5" and "35" stay two texts.
+    NFKC, case-folded, sentence-final punctuation dropped where it ends a word, whitespace
+    collapsed. Punctuation inside a word or number is kept: "3.5" and "35" stay two texts.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    # split/rstrip/join: about half the time of two regular expressions, and a dream keys every Active note
     return " ".join(word for word in (w.rstrip(SENTENCE_END) for w in folded.split()) if word)
 
 
-#: a sentence ends after . ! ? (NFKC has made ！？． and … plain) followed by a space or by a
-#: character of a script written without spaces, after 。 whatever follows, after the Arabic
-#: question mark and the Devanagari dandas, and at line breaks
+#: a sentence ends after . ! ? followed by a space or a spaceless-script character, after 。,
+#: the Arabic question mark and the Devanagari dandas, and at line breaks
 _SENTENCE_END = re.compile(
     rf"(?<=[.!?])\s+|(?<=[.!?])(?=[{_HAN}{_HIRAGANA}{_KATAKANA}])|(?<=[。])\s*|(?<=[؟।॥])\s*|\s*\n+\s*"
 )

@@ -54,11 +54,7 @@ def _select_kinds(kinds: Sequence[str] | None) -> list[str]:
 
 @contextmanager
 def _snapshot(engine: Engine) -> Iterator[Connection]:
-    """Open one read transaction that sees a single snapshot of every table.
-
-    SQLite's read transaction already does; PostgreSQL's default READ COMMITTED would let a run
-    step committed between two table reads reference a run the file does not contain.
-    """
+    """Open one read transaction that sees a single snapshot of every table (REPEATABLE READ on Postgres)."""
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
@@ -67,8 +63,7 @@ def _snapshot(engine: Engine) -> Iterator[Connection]:
 
 
 def _id_order(conn: Connection, table: sa.Table) -> sa.ColumnElement[Any]:
-    # SQL Server sorts uniqueidentifier by its last byte group first; its text form sorts like
-    # the other backends' UUIDs, so an export orders rows the same way on every backend.
+    # SQL Server sorts uniqueidentifier by its last byte group first; its text sorts like other backends'.
     if conn.dialect.name == "mssql":
         return sa.cast(table.c.ID, sa.Unicode(36))
     return table.c.ID

@@ -33,7 +33,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def _present(conn: Connection, table: sa.Table, ids: Iterable[str]) -> set[str]:
-    """Return which of `ids` exist in `table`: one query per chunk of IN_LIST_CHUNK IDs."""
+    """Return which of `ids` exist in `table`."""
     wanted = sorted(set(ids))
     found: set[str] = set()
     for chunk in _chunks(wanted, IN_LIST_CHUNK):
@@ -105,7 +105,7 @@ def _check_and_order(conn: Connection, batch: dict[str, Rows], target: Target) -
             position = RULES[kind].index[reference]
             order = _parents_first(rows, [row[position] for row in rows.rows], reference, errors)
         elif target.self_references.get(kind):
-            # a self-reference of the target memctl does not model (MJ's AIAgent.ParentID, AIAgentRun.ParentRunID)
+            # an unmodelled self-reference of the target (MJ's AIAgent.ParentID, AIAgentRun.ParentRunID)
             reference = target.self_references[kind][0]
             order = _parents_first(rows, [extras.get(reference) for extras in rows.extras], reference, errors)
         else:
@@ -120,11 +120,9 @@ def _check_and_order(conn: Connection, batch: dict[str, Rows], target: Target) -
 def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now: datetime, drop_unknown_columns: bool = False) -> dict[str, int]:
     """Import a JSON Lines file all-or-nothing; return the rows inserted per kind.
 
-    A missing ID gets a new uuid4; missing columns take the models' defaults, and missing
-    __mj_CreatedAt / __mj_UpdatedAt take `now`. The memctl system agent row is skipped when the
-    store already has it (it is not counted); any other ID already in the store is an error.
-    Columns memctl does not model go to the target's columns of that name: a column the target
-    lacks is an error naming it, or, with `drop_unknown_columns`, left out.
+    Missing audit timestamps take `now`. The memctl agent row is skipped when the store has it; any
+    other ID already in the store is an error, as is an unmodelled column the target lacks (unless
+    `drop_unknown_columns`).
     """
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")

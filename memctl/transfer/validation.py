@@ -45,15 +45,11 @@ _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 _DECIMAL_BOUNDS: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
     ("AIAgentExample", "SuccessScore"): (Decimal(0), Decimal(100)),
 }
-# AccessCount may be negative: another application wrote it, memctl reads it as 0 and an
-# export of such a store must import again as it was.
+# AccessCount may be negative (another application wrote it): an export must import again as it was.
 _NON_NEGATIVE = frozenset({"ConsolidationCount"})
 
 # Characters no backend stores in text: PostgreSQL rejects NUL, and UTF-8 has no lone surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-# --- import: column rules ------------------------------------------------------------------
 
 
 class _Invalid(Exception):
@@ -160,8 +156,7 @@ def _decimal_rule(precision: int, scale: int, bounds: tuple[Decimal, Decimal] | 
         number = Decimal(value)
         if not low - step <= number <= high + step:
             raise _Invalid(f"{value} is out of range ({low}..{high})")
-        # Rounded to the column's scale as the database would (half up), so what is stored,
-        # exported and imported again is the same number.
+        # Rounded as the database would (half up), so a stored, exported and reimported number is the same.
         number = number.quantize(step, rounding=ROUND_HALF_UP)
         if not low <= number <= high:
             raise _Invalid(f"{value} is out of range ({low}..{high})")
@@ -388,7 +383,7 @@ class Target:
 
     extras: dict[str, dict[str, _ColumnRule]]
     tables: dict[str, str]  # kind -> table name, for messages
-    self_references: dict[str, list[str]]  # kind -> its unmodelled columns with a foreign key to its own table
+    self_references: dict[str, list[str]]  # kind -> its unmodelled self-referencing columns
     drop_unknown: bool = False
 
 
@@ -400,9 +395,6 @@ def read_target(engine: Engine, drop_unknown: bool) -> Target:
             extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
             self_references[kind] = [column for column in reflected_self_references(conn, model) if column in extras[kind]]
     return Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
-
-
-# --- import: reading and validating lines --------------------------------------------------
 
 
 class _FieldError(Exception):

@@ -21,11 +21,10 @@ SAME_WORDS = "the same fact in its words (punctuation, case and filler aside)"
 
 
 def copy_groups(notes: Sequence[NoteRecord], key_of: Callable[[NoteRecord], Any] = lambda n: same_text_key(n.note)) -> list[list[NoteRecord]]:
-    """Return the groups of two or more notes of one partition with the same key, each with a note memctl may revoke.
+    """Return the groups of 2+ notes of one partition with the same key that hold a note memctl may revoke.
 
-    The key is the same text (`same_text_key`), or, in the partitions this run plans, the same
-    words once punctuation, case and filler are set aside (`memctl.text.decide.wording_key`:
-    "Ana prefers answers in Spanish." / "Ana always prefers answers in Spanish!").
+    The key is the same text (`same_text_key`), or the same words once punctuation, case and
+    filler are set aside (`memctl.text.decide.wording_key`).
     """
     by_key: dict[Any, list[NoteRecord]] = defaultdict(list)
     for note in notes:
@@ -42,15 +41,12 @@ def plan_copies(
     texts: dict[str, NoteText],
     what: str,
 ) -> tuple[list[Unit], set[PartitionKey]]:
-    """Plan the absorption of exact copies (and return the partitions that have some): per group,
-    the note `standing_order` puts first stays.
+    """Plan the absorption of copies; return the units and the partitions that have some.
 
-    A note memctl may not revoke (manual, Protected, Immutable) is never revoked: it stays,
-    and the copies memctl may revoke are absorbed into it. A copy the staying note does not
-    outlive (`outlives`) stays too. When an Active note of the partition contradicts the
-    copies (by the offline rules), the contradiction phase will read their dates: the newest
-    copy stays and absorbs only older ones, so the rule sees the fact's latest statement
-    with the access counts of all, as it would see a note consolidated from them.
+    Per group, the note `standing_order` puts first stays (a note memctl may not revoke always
+    stays), and the copies it `outlives` are absorbed into it. When an Active note of the
+    partition contradicts the copies, the newest copy stays and absorbs only older ones, so the
+    contradiction phase sees the fact's latest date with the access counts of all.
     """
     units: list[Unit] = []
     copied: set[PartitionKey] = set()
@@ -81,7 +77,7 @@ def plan_copies(
 
 
 def _takes_copy(stay: NoteRecord, other: NoteRecord, dated: bool) -> bool:
-    """Return whether the copy `other` may be revoked into `stay` (`dated`: no newer copy into an older one)."""
+    """Return whether copy `other` may be revoked into `stay` (`dated`: never a newer into an older)."""
     return consolidatable(other) and outlives(stay, other) and (not dated or other.created_at <= stay.created_at)
 
 

@@ -73,10 +73,9 @@ def _tier_rank(note: NoteRecord) -> int:
 
 
 def outlives(stay: NoteRecord, other: NoteRecord) -> bool:
-    """Return whether `other` may be revoked into `stay`: `stay` lives at least as long and is protected at least as strongly.
+    """Return whether `other` may be revoked into `stay`: `stay` lives as long and is protected as strongly.
 
-    A merge never shortens a fact's life or weakens its protection: a new note inherits the
-    latest expiry and the strongest tier of its sources; a standing note keeps its own.
+    A merge never shortens a fact's life or weakens its protection.
     """
     return expiry(stay) >= expiry(other) and _tier_rank(stay) >= _tier_rank(other)
 
@@ -85,10 +84,9 @@ def standing_order(note: NoteRecord, newest_first: bool = False) -> tuple:
     """Return the order in which notes of one fact are preferred as the one that stays.
 
     A note memctl may not revoke first (it stays whatever happens), then a note merged before
-    (ConsolidationCount > 0: every note memctl writes has one, so SourceAIAgentRunID adds
-    nothing), then the most accessed, then the oldest (its ID is the one applications know
-    longest), then by ID. With `newest_first`, the newest comes right after the notes memctl
-    may not revoke: the date the authority rule reads is then the fact's latest statement.
+    (ConsolidationCount > 0, as every note memctl writes), then the most accessed, then the
+    oldest (the ID applications know longest), then by ID. With `newest_first`, the newest comes
+    right after the notes memctl may not revoke, so the authority rule reads the latest date.
     """
     created = utc(note.created_at).timestamp()
     if newest_first:
@@ -113,12 +111,11 @@ def standing_unit(
 ) -> Unit:
     """Return the unit that revokes `others` into `stay`, which stays Active with its ID, dates and vector.
 
-    `stay` gets the Comments line `kept` and, where memctl may write it, the access figures of
-    the notes it absorbs (AccessCount added, LastAccessedAt the latest: the "credit" action),
-    as a new note would have had them, and a ConsolidationCount above theirs (its own when that
-    is higher already): it now stands for its fact, so a later wording of it is asked about as an
-    absorption into it. A Protected note is only annotated; an Immutable one is
-    never written, only guarded ("check"). Each revoked note gets the Comments line `revoked`.
+    `stay` gets the Comments line `kept` and, where memctl may write it ("credit"), the access
+    figures of the notes it absorbs (AccessCount added, the latest LastAccessedAt) and a
+    ConsolidationCount above theirs, so a later wording of its fact is asked about as an
+    absorption into it. A Protected note is only annotated; an Immutable one only guarded
+    ("check"). Each revoked note gets the Comments line `revoked`.
     """
     if refusal("annotate", stay.protection_tier, stay.is_auto_generated):  # Immutable: only guarded
         keep = Mutation(TABLE, stay.id, "check", {}, guard=note_guard(stay))
@@ -166,10 +163,9 @@ def fact_date(sources: Sequence[NoteRecord]) -> datetime:
 def inherited_importance(sources: Sequence[NoteRecord]) -> Optional[float]:
     """Return the ImportanceScore of a note consolidated from `sources`: the highest of theirs.
 
-    MJ's Memory Manager creates a consolidated note without one and scores every Active note
-    later (0-10; its contradiction rule protects pairs scoring 7 or more, its decay reads a
-    missing score as 5). memctl does not score, so the merged note keeps its most important
-    source's score rather than falling back to 5; none when no source has one, as in MJ.
+    MJ's Memory Manager scores notes later (0-10; its contradiction rule protects 7 or more, a
+    missing score reads as 5). memctl does not score, so the merged note keeps its most important
+    source's score; none when no source has one, as in MJ.
     """
     scores = [n.importance_score for n in sources if n.importance_score is not None]
     return max(scores) if scores else None
@@ -180,20 +176,18 @@ def expiry(note: NoteRecord) -> float:
 
 
 def analysed(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
-    """Return the analysed text of `note` (relative dates made absolute against its created date), memoised."""
+    """Return the analysed text of `note` (relative dates made absolute), memoised in `texts`."""
     if note.id not in texts:
         texts[note.id] = read_note(note.note, note.created_at)
     return texts[note.id]
 
 
 def contested_notes(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> dict[str, str]:
-    """Return the clustered notes that hold a conflicting value with an Active note of their partition (offline), with why.
+    """Return, with why, the clustered notes that conflict (offline) with an Active note of their partition.
 
-    Only conflicts the authority rule may settle count (an unsure one goes to review either way).
-    Such a note is not consolidated this run: the contradiction phase settles the pair with the
-    notes' own dates, access counts and protection, which a merged note would change (its
-    AccessCount is the sum of its sources). Only pairs at cosine >= `threshold` (the lower of the
-    two phase thresholds) are read, in blocks.
+    Only certain conflicts count. Such a note is not consolidated this run: the contradiction
+    phase settles the pair on the notes' own dates, access counts and protection, which a merge
+    would change. Only pairs at cosine >= `threshold` are read.
     """
     contested: dict[str, str] = {}
     notes = pv.notes
@@ -227,7 +221,8 @@ class Tally:
     apart_reasons: list[str] = field(default_factory=list)
     #: a model's merges whose quotes do not show one subject (memctl.text.evidence): not applied
     merges_vetoed: int = 0
-    #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes that do not hold
+    #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes
+    #: that do not hold
     absorptions_vetoed: int = 0
     veto_reasons: list[str] = field(default_factory=list)
     client: dict[str, int] = field(default_factory=dict)

@@ -1,3 +1,0 @@
-from memctl.cli import main
-
-main()
