@@ -43,6 +43,15 @@ import types
 from pathlib import Path
 from typing import Any, Optional
 
+# The process settings of the memctl console script (memctl/__main__.py), set before numpy loads:
+# a dream measured here runs as `memctl dream` would. MEMCTL_BENCH_DEFAULTS=1 keeps Python's and
+# OpenBLAS's defaults instead, to measure what those settings gain.
+if os.environ.get("MEMCTL_BENCH_DEFAULTS") != "1":
+    import gc
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    gc.set_threshold(100_000, 50, 100)
+
 PG_URL = os.environ.get("MEMCTL_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
@@ -106,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument(
         "--llm-concurrency",
-        help="auto or a number (default: the measured memctl's own default: auto since issue 25, 8 before)",
+        help="auto or a number (default: the measured memctl's own default)",
     )
     parser.add_argument(
         "--slice-notes", type=int, default=None,
-        help="the slice_notes setting (issue 25: a scope of more notes is read agent by agent; 0 = at once); default: memctl's own",
+        help="the slice_notes setting (a scope of more notes is read agent by agent; 0 = at once); default: memctl's own",
     )
     parser.add_argument("--profile", type=Path, help="run the first dream under cProfile and write the stats here")
     parser.add_argument(

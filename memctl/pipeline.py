@@ -20,7 +20,6 @@ from memctl import preview
 from memctl.context import PhaseContext
 from memctl.errors import MemctlError
 from memctl.gate import SKIPPED_SUFFIX, GateDecision, check_gate, last_completed_maintenance
-from memctl.heap import fewer_collections
 from memctl.phases import registry
 from memctl.phases.base import Overlay, Phase
 from memctl.plan import PhasePlan, Plan
@@ -242,10 +241,9 @@ def execute(
             step = recorder.start_step(GATE_STEP, "Decision", _gate_input(settings, force))
             recorder.finish_step(step, success=True, output_data={**gate_info, "outcome": "forced" if (force and not decision.open) else "open"})  # type: ignore[union-attr]
         overlay = Overlay()
-        with fewer_collections():  # memctl/heap.py
-            for phase in phases:
-                ctx.deadline.check(f"before the {phase.name} phase")
-                report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, dry_run))
+        for phase in phases:
+            ctx.deadline.check(f"before the {phase.name} phase")
+            report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, dry_run))
         failed = [p.phase for p in report.phases if p.outcome == "failed"]
         report.status = "dry-run" if dry_run else ("failed" if failed else "completed")
         report.message = _summary(report, failed)

@@ -91,3 +91,23 @@ def test_readme_demo_runs_as_a_real_subprocess(tmp_path: Path) -> None:
     assert phases["prune"]["applied"] >= 4 and phases["archive"]["applied"] >= 5
     check = subprocess.run([sys.executable, "-m", "memctl", "--db-url", f"sqlite:///{tmp_path / 'demo' / 'memctl.db'}", "verify"], capture_output=True, text=True, env=env, timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_entry_point_sets_the_process_settings_and_the_library_leaves_them_alone() -> None:
+    """Only the console script changes the collector's thresholds and OpenBLAS's threads."""
+    script = (
+        "import gc, os, sys\n"
+        "before = gc.get_threshold()\n"
+        "import memctl.api, memctl.pipeline\n"
+        "assert gc.get_threshold() == before and 'OPENBLAS_NUM_THREADS' not in os.environ\n"
+        "from memctl.__main__ import CLI_GC_THRESHOLDS, main\n"
+        "sys.argv = ['memctl', '--help']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert done.code in (0, None), done.code\n"
+        "assert gc.get_threshold() == CLI_GC_THRESHOLDS, gc.get_threshold()\n"
+        "assert os.environ['OPENBLAS_NUM_THREADS'] == '1'\n"
+        "print('settings ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "settings ok" in done.stdout and "dream" in done.stdout

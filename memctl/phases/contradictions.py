@@ -43,7 +43,6 @@ from typing import Any, Optional, Sequence
 import sqlalchemy as sa
 
 from memctl.authority import Authority, authority, days
-from memctl.blas import single_thread
 from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.copies import ids_outside
@@ -189,8 +188,7 @@ class ContradictionPhase:
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         marks = marks_for(ctx, NAME, [KIND])
-        with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
-            plan = self._plan(ctx, overlay, marks)
+        plan = self._plan(ctx, overlay, marks)
         if marks is not None:
             marks.save_share()
         return plan

@@ -42,7 +42,6 @@ from functools import partial
 from itertools import chain
 from typing import Any, Callable, Optional, Sequence
 
-from memctl.blas import single_thread
 from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.factory import make_compute_embedder, make_judge
@@ -108,8 +107,7 @@ class ConsolidatePhase:
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         marks = marks_for(ctx, NAME, ["consolidate", "absorb"])
         try:
-            with single_thread():  # small matrix products: OpenBLAS's threads only wait (memctl/blas.py)
-                plan = self._plan(ctx, overlay, marks)
+            plan = self._plan(ctx, overlay, marks)
         except BaseException:
             ctx.services.pop(SNAPSHOT, None)
             close_vectors(ctx)  # the next phase reads the notes again

@@ -3,9 +3,7 @@ note's fact, is revoked into that note once the judge says so and hard evidence 
 
 from __future__ import annotations
 
-import os
-from collections import defaultdict, deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -35,9 +33,6 @@ TIE = np.float32(1e-6)
 
 #: rows per side of one block of the absorption matrix product
 BLOCK = 1024
-#: at most this many threads multiply absorption matrices (`cover_threads`)
-COVER_THREADS = 4
-
 #: one side of an absorption search: the ranks of a partition's live notes, their vector rows, their expiries
 Side = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -92,12 +87,11 @@ def absorption_candidates(
     vectors: dict[PartitionKey, PartitionVectors],
     revoked: set[str],
     get_judge: JudgeGetter,
-    threads: Optional[int] = None,
 ) -> list[AbsorptionCase]:
     """Return an absorption check for each narrower note with a broader note as similar as a cluster's members (its best one).
 
     One product per group of user partitions with the same broader partitions (a company's
-    users), against those partitions' live notes, on `threads` threads (default `cover_threads()`).
+    users), against those partitions' live notes,.
     """
     now = ctx.now.timestamp()
     rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
@@ -128,7 +122,7 @@ def absorption_candidates(
 
     found: list[AbsorptionCase] = []
     jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked, ranked)
-    for narrow, wide, (best, sims) in _covers(jobs, cover_threads() if threads is None else threads):
+    for narrow, wide, (best, sims) in ((narrow, wide, best_of(*job)) for narrow, wide, job in jobs):
         for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
             if j >= 0:
                 found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
@@ -185,42 +179,6 @@ def _cover_jobs(
             sides = [(np.arange(len(wide), dtype=np.int64), b, b_expiry)]
             a = np.vstack([vector_of(n.id) for n in narrow])
         yield narrow, wide, (a, sides, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]))
-
-
-def _covers(ask: Iterable[tuple[Any, Any, tuple]], threads: int) -> Iterator[tuple[Any, Any, tuple[np.ndarray, np.ndarray]]]:
-    """Yield (narrow, wide, `best_of`'s result) for each job of `ask`, in order, computed on up to `threads` threads.
-
-    numpy multiplies outside the GIL, and every product runs on one BLAS thread (`single_thread`)
-    whichever thread asks for it, so the results are those of one thread: only the wall time
-    changes. At most `threads` jobs are ahead of the one handed back, and the next jobs are
-    prepared while they run.
-    """
-    if threads <= 1:
-        for narrow, wide, job in ask:
-            yield narrow, wide, best_of(*job)
-        return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="memctl-cover")
-    ahead: deque[tuple[Any, Any, Future]] = deque()
-    try:
-        for narrow, wide, job in ask:
-            ahead.append((narrow, wide, pool.submit(best_of, *job)))
-            while len(ahead) > threads:
-                narrow, wide, done = ahead.popleft()
-                yield narrow, wide, done.result()
-        while ahead:
-            narrow, wide, done = ahead.popleft()
-            yield narrow, wide, done.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def cover_threads() -> int:
-    """Return how many threads multiply absorption matrices: the CPUs this process may use, at most `COVER_THREADS`."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(COVER_THREADS, cpus))
 
 
 def standing_candidates(
