@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from sqlalchemy.engine import Engine
 
+from memctl.llm.base import Judge
+from memctl.llm.factory import make_judge
+from memctl.records import NoteRecord
 from memctl.settings import Settings
 from memctl.stopping import Deadline
+
+if TYPE_CHECKING:
+    from memctl.vectors import StoredVectors, VectorIndex
 
 
 class Reporter(Protocol):
@@ -63,6 +69,33 @@ class Scope:
         return {"agent": self.agent_id, "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None}
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The Active notes the consolidate phase loaded, for the contradictions phase of the same run.
+
+    `touched`: the notes consolidate's units name (lower-case IDs), read again (`refreshed`);
+    every other note is taken as loaded. A row another application changed in between is
+    planned on as loaded, and the guard of a unit planned on it refuses the unit at apply.
+    """
+
+    notes: list[NoteRecord]
+    with_vectors: bool
+    touched: frozenset[str] = frozenset()
+
+
+@dataclass
+class Services:
+    """What a run builds once and its phases share."""
+
+    judge: Optional[Judge] = None
+    #: the similarity index both LLM phases search (memctl.vectors.vector_index)
+    index: Optional["VectorIndex"] = None
+    #: the stored vectors both LLM phases decode (memctl.vectors.stored_vectors)
+    stored: Optional["StoredVectors"] = None
+    #: left by consolidate for contradictions, which takes it
+    snapshot: Optional[Snapshot] = None
+
+
 @dataclass
 class PhaseContext:
     """Everything a phase needs to plan: the store, settings, the clock and its scope."""
@@ -75,12 +108,12 @@ class PhaseContext:
     last_maintenance_at: Optional[datetime] = None
     #: a dry-run writes nothing at all, not even memctl's own caches
     dry_run: bool = False
-    services: dict[str, Any] = field(default_factory=dict)
+    services: Services = field(default_factory=Services)
     #: the run's deadline (the pipeline sets it from run_deadline_seconds)
     deadline: Deadline = field(default_factory=Deadline.unbounded)
 
-    def service(self, name: str, factory: Callable[[], Any]) -> Any:
-        """Return a lazily built shared service (judge, embedder...)."""
-        if name not in self.services:
-            self.services[name] = factory()
-        return self.services[name]
+    def judge(self) -> Judge:
+        """Return the run's judge, built on first use (a store with nothing to ask needs no LLM configuration)."""
+        if self.services.judge is None:
+            self.services.judge = make_judge(self.settings)
+        return self.services.judge

@@ -287,11 +287,9 @@ def _close_services(ctx: PhaseContext) -> None:
     """Close the LLM client's connections (an answer still trickling in is not awaited) and end a
     vector-decoding helper process nothing collected."""
     close_vectors(ctx)
-    judge = ctx.services.get("judge")
-    client = getattr(judge, "client", None)
-    if client is not None and hasattr(client, "close"):
+    if ctx.services.judge is not None:
         try:
-            client.close()
+            ctx.services.judge.close()
         except Exception:  # noqa: BLE001 - closing is best effort; the process is about to end
             pass
 

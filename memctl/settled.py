@@ -26,7 +26,6 @@ import sqlalchemy as sa
 
 from memctl.context import PhaseContext
 from memctl.errors import MemctlError
-from memctl.llm.factory import make_judge
 from memctl.plan import jsonable
 from memctl.records import NoteRecord
 from memctl.settings import Settings
@@ -169,7 +168,7 @@ def marks_for(ctx: PhaseContext, phase: str, kinds: Sequence[str]) -> Optional[S
     if it must actually ask something.
     """
     try:
-        judge = ctx.service("judge", lambda: make_judge(ctx.settings))
+        judge = ctx.judge()
     except MemctlError:
         return None
     templates = [judge.template_hash(kind) for kind in kinds]

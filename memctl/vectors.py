@@ -28,6 +28,7 @@ from memctl.embed import stored as stored_texts
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
 from memctl.embed.stored import Decoding, content_hash
+from memctl.llm.factory import make_compute_embedder
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
 from memctl.store import models as m
@@ -114,8 +115,6 @@ class Recent:
                 old.release()
 
 
-#: ctx.services key of the run's `StoredVectors`
-STORED = "stored vectors"
 #: texts a `Feed` decodes together (one `Decoding`; not `embed.stored.FEED_TEXTS`): at most two
 #: such batches are held at once, ~75 MB each of 384-float JSON
 FEED_BATCH = 20_000
@@ -325,7 +324,16 @@ class Feed:
 
 def stored_vectors(ctx: PhaseContext) -> StoredVectors:
     """Return the run's `StoredVectors` (one per run: both LLM phases share it)."""
-    return ctx.service(STORED, lambda: StoredVectors(ctx.settings.stored_model_id))
+    if ctx.services.stored is None:
+        ctx.services.stored = StoredVectors(ctx.settings.stored_model_id)
+    return ctx.services.stored
+
+
+def vector_index(ctx: PhaseContext) -> VectorIndex:
+    """Return the run's `VectorIndex` (one per run: both LLM phases share it), built on first use."""
+    if ctx.services.index is None:
+        ctx.services.index = VectorIndex(ctx, make_compute_embedder(ctx.settings))
+    return ctx.services.index
 
 
 @dataclass(frozen=True)
@@ -562,7 +570,7 @@ class VectorIndex:
 def close_vectors(ctx: PhaseContext) -> None:
     """Close the run's StoredVectors (their file): the run ends or stops, or a phase failed (the
     next one reads the notes again)."""
-    stored = ctx.services.pop(STORED, None)
+    stored, ctx.services.stored = ctx.services.stored, None
     if stored is not None:
         stored.close()
 

@@ -18,7 +18,7 @@ from memctl.phases.notes import by_partition, load_notes, with_vectors
 from memctl.settings import replace
 from memctl.similarity import unit_rows
 from memctl.store import models as m
-from memctl.vectors import STORED, PartitionVectors, Recent, VectorIndex, close_vectors, stored_vectors
+from memctl.vectors import PartitionVectors, Recent, VectorIndex, close_vectors, stored_vectors
 
 MODEL = "11111111-2222-4333-8444-555555555555"
 
@@ -54,7 +54,7 @@ def test_loaded_records_carry_no_vector_text_and_partitions_read_the_decoded_vec
         expected = unit_rows(np.vstack([decode_stored(texts[n.id]) for n in pv.notes]))
         assert np.array_equal(pv.vectors, expected) and pv.vectors.dtype == np.float32
     close_vectors(ctx)  # the run ends: the file is closed and the entries gone
-    assert STORED not in ctx.services and len(store) == 0
+    assert ctx.services.stored is None and len(store) == 0
     ctx.engine.dispose()
 
 

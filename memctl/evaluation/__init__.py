@@ -32,7 +32,6 @@ from memctl.evaluation.corpus import (
 from memctl.evaluation.grader import retained, sentences_of, statement, states
 from memctl.evaluation.report import ConsolidationResult, ContradictionResult, EvalReport, Verdict
 from memctl.llm.factory import make_compute_embedder, make_judge
-from memctl.llm.offline import OfflineJudge
 from memctl.settings import Settings
 
 __all__ = [
@@ -54,7 +53,7 @@ def evaluate(settings: Settings, only: Optional[str] = None, limit: Optional[int
     judge = make_judge(settings)
     embedder = make_compute_embedder(settings)
     prompts = {kind: judge.template_hash(kind)[:12] for kind in ("consolidate", "contradiction")}
-    report = EvalReport(judge.model, "offline" if isinstance(judge, OfflineJudge) else "llm", prompts, limit)
+    report = EvalReport(judge.model, "offline" if judge.rules else "llm", prompts, limit)
     with tempfile.TemporaryDirectory(prefix="memctl-eval-") as directory:
         if only in (None, "consolidation"):
             reporter.log(f"eval: consolidation with {judge.model} and {embedder.name}")

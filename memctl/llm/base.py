@@ -1,13 +1,17 @@
-"""The Judge protocol: what the LLM phases ask, answered by an LLM or by the offline provider."""
+"""The Judge: everything the LLM phases ask, answered by an LLM or by the offline rules."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Generic, Optional, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel
 
 from memctl.records import NoteRecord
+
+if TYPE_CHECKING:
+    from memctl.llm.prompts import Prompt
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -41,24 +45,77 @@ class JudgeResult(Generic[R]):
     answered: bool = False
 
 
-class Judge(Protocol):
-    """Answers the three questions the LLM phases ask. Implementations must be thread-safe."""
+class Judge:
+    """Answers the three questions the LLM phases ask; subclasses must be thread-safe.
+
+    Everything a phase asks of a judge is here. The defaults are those of a judge without a
+    model or client (the offline rules): no prompt templates, one question per request, no client
+    counters.
+    """
 
     #: identifies the model (and provider) in verdict-cache keys, e.g. "offline-v1" or "gpt-4o-mini"
     model: str
+    #: the answers are the decision layer's own rules, not a model's (they carry no quotes to check)
+    rules: bool = False
+    #: whether `ask_many` answers several questions in one request
+    batches: bool = False
+    _refusals = 0
+    _refusal_lock = threading.Lock()
 
     def template_hash(self, kind: str) -> str:
-        """Return the hash of the prompt template used for `kind` (consolidate | contradiction | absorb)."""
-        ...
+        """Return the hash of the prompt template (or rule set) used for `kind` (consolidate | contradiction | absorb)."""
+        raise NotImplementedError
 
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
         """Ask for one note that keeps every distinct fact of `notes` (a ConsolidationReply)."""
-        ...
+        raise NotImplementedError
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
         """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
-        ...
+        raise NotImplementedError
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
         """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
-        ...
+        raise NotImplementedError
+
+    def prompt(self, kind: str) -> Optional["Prompt"]:
+        """Return the prompt template `kind` is asked with (None: the judge has none)."""
+        return None
+
+    def consolidation_fits(self, notes: Sequence[NoteRecord], reference_date: str) -> bool:
+        """Return whether asking to consolidate `notes` fits the model's context window."""
+        return True
+
+    def ask_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> JudgeResult:
+        """Ask several questions of `kind` (their `question_data`) in one request (only if `batches`)."""
+        raise NotImplementedError(f"{type(self).__name__} asks one question per request")
+
+    def batch_fits(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> bool:
+        """Return whether asking `items` in one request fits the model's context window."""
+        return True
+
+    def counters(self) -> dict[str, int]:
+        """Return the client's request, retry, timeout, fallback and back-off counts so far (none without a client)."""
+        return {}
+
+    def concurrency_mark(self) -> int:
+        """Return a mark of now for `concurrency_reached`."""
+        return 0
+
+    def concurrency_reached(self, mark: int) -> tuple[int, int]:
+        """Return the highest concurrency bound the client used since `mark`, and its bound now."""
+        return 0, 0
+
+    def batch_refused(self) -> int:
+        """Count a request of several questions answered with no usable answer; return the count so far."""
+        with self._refusal_lock:
+            self._refusals += 1
+            return self._refusals
+
+    @property
+    def batch_refusals(self) -> int:
+        """How many requests of several questions this judge answered with no usable answer."""
+        return self._refusals
+
+    def close(self) -> None:
+        """Close the client's connections (best effort; nothing to close without a client)."""

@@ -14,6 +14,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+from memctl.llm.base import Judge
 from memctl.similarity import GUID
 
 #: a JSON object written on one line of a template (the example replies)
@@ -59,12 +60,11 @@ def example_texts(template: str) -> frozenset[str]:
     return frozenset(text for text in map(normal, found) if len(text.split()) >= MIN_WORDS)
 
 
-def examples_for(judge: Any, kind: str) -> frozenset[str]:
+def examples_for(judge: Judge, kind: str) -> frozenset[str]:
     """Return the example texts of the template `judge` asks `kind` questions with (none for a judge without prompts)."""
-    prompt = getattr(judge, "prompt", None)
-    if not callable(prompt):
+    template = judge.prompt(kind)
+    if template is None:
         return frozenset()
-    template = prompt(kind)
     return example_texts(f"{template.system}\n{template.user_template}")
 
 

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence, Union
 from pydantic import BaseModel
 
 from memctl.llm import budget
-from memctl.llm.base import JudgeResult
+from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.client import LLMClient
 from memctl.llm.prompts import Prompt, PromptError, load_prompt, notes_json
 from memctl.llm.questions import question_data
@@ -50,8 +50,10 @@ BATCH_KINDS: dict[str, tuple[type[BaseModel], str]] = {
 ITEM_REPLY_TOKENS = 16
 
 
-class LLMJudge:
+class LLMJudge(Judge):
     """Answers the Judge questions by asking an LLM through an `LLMClient`. Thread-safe."""
+
+    batches = True
 
     def __init__(
         self,
@@ -84,6 +86,10 @@ class LLMJudge:
     def template_hash(self, kind: str) -> str:
         """Return the sha256 of the template file used for `kind`."""
         return self.prompt(kind).sha256
+
+    def close(self) -> None:
+        """Close the client's connections (an answer still trickling in is not awaited)."""
+        self.client.close()
 
     def counters(self) -> dict[str, int]:
         """Return the client's request, retry, timeout, fallback and back-off counts so far."""

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from pydantic import BaseModel
 
-from memctl.llm.base import JudgeResult, Usage
+from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.llm.offline_merge import (
     MAX_CONTENT_CHARS,
     MERGE_CONFIDENCE,
@@ -48,7 +48,7 @@ def _result(reply: BaseModel) -> JudgeResult:
     return JudgeResult(reply=reply, usage=Usage(), calls=0, raw=reply.model_dump_json())
 
 
-class OfflineJudge:
+class OfflineJudge(Judge):
     """Answer the Judge's questions with explicit, documented rules; no network, no cost."""
 
     model = MODEL

@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -201,11 +200,9 @@ def add_client_counters(into: dict[str, int], counts: dict[str, int]) -> None:
 
 def client_counters(judge: Judge) -> dict[str, int]:
     """Return the judge's client counters (none for the offline provider), with a concurrency mark."""
-    counters = getattr(judge, "counters", None)
-    out = counters() if callable(counters) else {}
-    mark = getattr(judge, "concurrency_mark", None)
-    if out and callable(mark):
-        out["concurrencyMark"] = mark()
+    out = judge.counters()
+    if out:
+        out["concurrencyMark"] = judge.concurrency_mark()
     return out
 
 
@@ -220,9 +217,8 @@ def counters_since(judge: Judge, before: dict[str, int]) -> dict[str, int]:
     if not now:
         return {}
     out = {key: now.get(name, 0) - before.get(name, 0) for name, key in CLIENT_COUNTERS.items()}
-    reached = getattr(judge, "concurrency_reached", None)
-    if callable(reached) and "concurrencyMark" in before:
-        out[CONCURRENCY_PEAK], out[CONCURRENCY_END] = reached(before["concurrencyMark"])
+    if "concurrencyMark" in before:
+        out[CONCURRENCY_PEAK], out[CONCURRENCY_END] = judge.concurrency_reached(before["concurrencyMark"])
     return out
 
 
@@ -443,11 +439,11 @@ class Asking:
     def _many(self, indices: list[int]) -> list[tuple[int, Answer, bool]]:
         """Ask `indices` in one request; return (index, answer, ask again alone) for each."""
         judge, questions, keys = self.judge, self.questions, self.sorted_out.keys
-        if len(indices) == 1 or _refusals(judge) >= REFUSALS_BEFORE_ALONE:
+        if len(indices) == 1 or judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
             return [(i, self._one(i), False) for i in indices]
         first = questions[indices[0]]
         try:
-            result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)  # type: ignore[attr-defined]
+            result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)
         except Exception as exc:  # noqa: BLE001 - then each is asked alone
             result = JudgeResult(reply=None, error=f"{type(exc).__name__}: {exc}")
         shares = _shares(result, len(indices))
@@ -531,8 +527,8 @@ class Asking:
         if batched:
             batches = sum(len(job) > 1 for job in self.jobs)
             stats.client.update({"questionsBatched": batched, "batchRequests": batches, "askedAgainAlone": len(self.spent)})
-            if _refusals(judge) >= REFUSALS_BEFORE_ALONE:
-                stats.client["batchesRefused"] = _refusals(judge)
+            if judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
+                stats.client["batchesRefused"] = judge.batch_refusals
         return [a for a in self.answers if a is not None], stats
 
     def _close(self, stopped: bool) -> None:
@@ -585,21 +581,14 @@ def _tally(
 #: (a weak model that replies as if asked one question: SmolLM2-135M did) is asked one question
 #: per request for the rest of the run
 REFUSALS_BEFORE_ALONE = 2
-_refusal_lock = threading.Lock()
-
-
-def _refusals(judge: Judge) -> int:
-    return int(getattr(judge, "_memctl_batch_refusals", 0))
 
 
 def _refused(judge: Judge) -> None:
-    with _refusal_lock:
-        count = _refusals(judge) + 1
-        setattr(judge, "_memctl_batch_refusals", count)
+    count = judge.batch_refused()
     if count == REFUSALS_BEFORE_ALONE:
         log.warning(
             "%s answered %d requests of several questions with no usable answer; asking one question per request "
-            "for the rest of the run (set questions_per_call = 1 for this model)", getattr(judge, "model", "the judge"), count,
+            "for the rest of the run (set questions_per_call = 1 for this model)", judge.model, count,
         )
 
 
@@ -624,7 +613,7 @@ def _misnumbered(by_item: dict[int, list[Any]], n: int) -> Optional[str]:
 def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask: Sequence[int]) -> list[list[int]]:
     """Return the requests to make: runs of up to questions_per_call questions that can share one."""
     per_call = ctx.settings.questions_per_call
-    if per_call <= 1 or not callable(getattr(judge, "ask_many", None)):
+    if per_call <= 1 or not judge.batches:
         return [[i] for i in to_ask]
     jobs: list[list[int]] = []
     groups: dict[tuple[str, Optional[str], Optional[str]], list[int]] = defaultdict(list)
@@ -633,7 +622,7 @@ def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask
             jobs.append([i])
         else:
             groups[(questions[i].kind, questions[i].shared, questions[i].group)].append(i)
-    fits = getattr(judge, "batch_fits", None)
+    fits = judge.batch_fits
     for (kind, shared, _), members in groups.items():
         for start in range(0, len(members), per_call):
             jobs.extend(_fitting(members[start : start + per_call], kind, shared, questions, fits))
@@ -642,7 +631,7 @@ def _jobs(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], to_ask
 
 def _fitting(chunk: list[int], kind: str, shared: Optional[str], questions: Sequence[Question], fits: Any) -> list[list[int]]:
     """Return `chunk` halved until every part fits the context window (a single question always "fits")."""
-    if len(chunk) <= 1 or fits is None or fits(kind, [questions[i].item for i in chunk], shared):
+    if len(chunk) <= 1 or fits(kind, [questions[i].item for i in chunk], shared):
         return [chunk]
     middle = (len(chunk) + 1) // 2
     return _fitting(chunk[:middle], kind, shared, questions, fits) + _fitting(chunk[middle:], kind, shared, questions, fits)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Any, Optional, Sequence
 
@@ -46,15 +45,13 @@ from memctl.authority import Authority, authority, days
 from memctl.context import PhaseContext
 from memctl.llm.base import Judge
 from memctl.llm.copies import ids_outside
-from memctl.llm.factory import make_compute_embedder, make_judge
-from memctl.llm.offline import OfflineJudge
 from memctl.llm.questions import pair_data
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.protection import refusal
-from memctl.phases.notes import SNAPSHOT, by_partition, is_new, load_notes, note_guard, refreshed, with_vectors
+from memctl.phases.notes import by_partition, is_new, load_notes, note_guard, refreshed, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
@@ -66,7 +63,7 @@ from memctl.store import models as m
 from memctl.store.engine import read
 from memctl.text.decide import Guard, verdict_guard
 from memctl.text.evidence import DIFFERENT, Quoted, check, same_value, unfound, values_apart
-from memctl.vectors import VectorIndex
+from memctl.vectors import vector_index
 
 NAME = "contradictions"
 STEP_NAME = "Detect Note Contradictions"
@@ -195,7 +192,7 @@ class ContradictionPhase:
 
     def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
         settings = ctx.settings
-        snapshot = ctx.services.pop(SNAPSHOT, None)
+        snapshot, ctx.services.snapshot = ctx.services.snapshot, None
         if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
             slices, lazy = [ctx], not snapshot.with_vectors
         else:  # a large scope is read agent by agent (memctl/phases/slices.py)
@@ -251,13 +248,13 @@ class ContradictionPhase:
                 plan, f"{plural(found.notes, 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
             )
 
-        judge: Judge = ctx.service("judge", lambda: make_judge(settings))
+        judge = ctx.judge()
         seen: dict[str, Any] = {}
         questions = [question_for(judge, c, seen) for c in candidates]
         chosen, left = self._select(ctx, judge, questions)
         plan.input["pairsToAnalyse"] = len(chosen)
         plan.input["maxPairs"] = pair_budget(ctx, judge)
-        model = not getattr(judge, "rules", False)
+        model = not judge.rules
         valid = model_reply_problem if model else reply_problem
         answers, stats = ask_all(ctx, judge, [questions[i] for i in chosen], ContradictionReply, valid=valid)
         answered = dict(zip(chosen, answers, strict=True))
@@ -354,8 +351,7 @@ class ContradictionPhase:
         found.partitions += len(groups)
         if not groups:
             return
-        settings = ctx.settings
-        index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+        index = vector_index(ctx)
         with_pairs: set[PartitionKey] = set()
         unsettled = found.unsettled
         for key, partition in index.partitions(with_vectors(ctx, groups) if lazy else groups).items():
@@ -387,7 +383,7 @@ class ContradictionPhase:
         others. A cached reply that no longer passes the checks is asked again and counts
         against the cap; a paused question does not.
         """
-        valid = reply_problem if getattr(judge, "rules", False) else model_reply_problem
+        valid = reply_problem if judge.rules else model_reply_problem
         sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, valid))
         asked = sorted_out.fresh[: pair_budget(ctx, judge)]
         return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
@@ -598,4 +594,4 @@ def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
     The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
     bounds CPU time; --max-pairs does not change it (the option's help and docs/configuration.md say so).
     """
-    return ctx.settings.offline_max_pairs if isinstance(judge, OfflineJudge) else ctx.settings.max_pairs
+    return ctx.settings.offline_max_pairs if judge.rules else ctx.settings.max_pairs

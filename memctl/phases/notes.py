@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
-from memctl.context import PhaseContext
+from memctl.context import PhaseContext, Snapshot
 from memctl.phases.base import Overlay
 from memctl.phases.common import agent_filter, as_planned, in_shard
 from memctl.phases.slices import agent_condition, in_slice
@@ -34,25 +33,6 @@ SHARED_VALUES = (
     "AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type", "Status",
     "ProtectionTier", "EmbeddingModelID", "SourceConversationID", "LastAccessedAt", "__mj_CreatedAt", "__mj_UpdatedAt", "ExpiresAt",
 )
-
-#: ctx.services key of the notes the consolidate phase loaded, left for the contradictions phase
-SNAPSHOT = "active notes snapshot"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The Active notes one phase loaded, for the next phase of the same run.
-
-    `touched`: the notes the first phase's units name (lower-case IDs), read again by
-    `refreshed`; every other note is taken as loaded. A row another application changed in
-    between is planned on as loaded, and the guard of a unit planned on it refuses the unit at
-    apply, so the store is never changed on a stale read.
-    """
-
-    notes: list[NoteRecord]
-    with_vectors: bool
-    touched: frozenset[str] = frozenset()
-
 
 def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[NoteRecord]:
     """Return the snapshot's notes, its touched notes re-read (gone if no longer Active).

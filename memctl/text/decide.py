@@ -11,7 +11,6 @@ are checked by memctl.text.evidence and `synthesis_problem` still checks a merge
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property, lru_cache

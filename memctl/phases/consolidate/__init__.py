@@ -42,9 +42,8 @@ from functools import partial
 from itertools import chain
 from typing import Any, Callable, Optional, Sequence
 
-from memctl.context import PhaseContext
+from memctl.context import PhaseContext, Snapshot
 from memctl.llm.base import Judge
-from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.phases.asking import ask_again_output, ask_again_text, no_usable_answer
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
@@ -61,7 +60,7 @@ from memctl.phases.consolidate.clusters import ClusterCase, child_step, cluster_
 from memctl.phases.consolidate.copies import EXACT_COPY, SAME_WORDS, copies_text, copy_groups, plan_copies, wording
 from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, expiry, revoked_ids, utc
 from memctl.phases.consolidate.synthesis import ClusterQuestions
-from memctl.phases.notes import SNAPSHOT, Snapshot, by_partition, consolidatable, is_new, load_notes, order_key, with_vectors
+from memctl.phases.notes import by_partition, consolidatable, is_new, load_notes, order_key, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.plan import PhasePlan, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
@@ -70,7 +69,7 @@ from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.text.decide import NoteText
 from memctl.text.wordings import WordingKeys
-from memctl.vectors import VectorIndex, VectorStats, close_vectors
+from memctl.vectors import VectorIndex, VectorStats, close_vectors, vector_index
 
 NAME = "consolidate"
 STEP_NAME = "Consolidate Related Notes"
@@ -109,15 +108,15 @@ class ConsolidatePhase:
         try:
             plan = self._plan(ctx, overlay, marks)
         except BaseException:
-            ctx.services.pop(SNAPSHOT, None)
+            ctx.services.snapshot = None
             close_vectors(ctx)  # the next phase reads the notes again
             raise
-        snapshot = ctx.services.get(SNAPSHOT)
+        snapshot = ctx.services.snapshot
         if plan.units and (ctx.dry_run or snapshot is None):  # the contradictions phase reads the store again
-            ctx.services.pop(SNAPSHOT, None)
+            ctx.services.snapshot = None
         elif plan.units:  # it reads again only the notes these units name, once they are applied
             touched = frozenset(mu.record_id.lower() for unit in plan.units for mu in unit.mutations if mu.table == TABLE)
-            ctx.services[SNAPSHOT] = replace(snapshot, touched=touched)
+            ctx.services.snapshot = replace(snapshot, touched=touched)
         if marks is not None:
             marks.save_share()
         return plan
@@ -133,14 +132,14 @@ class ConsolidatePhase:
         def get_judge() -> Judge:
             # built on first use: a store with nothing to ask never needs a working LLM configuration
             if not built:
-                built.append(ctx.service("judge", lambda: make_judge(settings)))
+                built.append(ctx.judge())
             return built[0]
 
         indexes: list[tuple[VectorIndex, VectorStats]] = []
 
         def get_index() -> VectorIndex:
             if not indexes:
-                index = ctx.service("vectors", lambda: VectorIndex(ctx, make_compute_embedder(settings)))
+                index = vector_index(ctx)
                 indexes.append((index, index.stats))
             return indexes[0][0]
 
@@ -260,12 +259,12 @@ class ConsolidatePhase:
         """Plan the slice of the scope `ctx` holds up to the absorption questions, which are asked for every slice at once.
 
         `whole`: the slice is the whole scope; its notes are left for the contradictions phase
-        (SNAPSHOT) and its text analyses for the absorption checks. A slice keeps neither.
+        (`Snapshot`) and its text analyses for the absorption checks. A slice keeps neither.
         """
         settings = ctx.settings
         notes = load_notes(ctx, overlay, vectors=not lazy)
         if whole:  # for the contradictions phase; a slice's notes are read again by its slice there
-            ctx.services[SNAPSHOT] = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
+            ctx.services.snapshot = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
         candidates = [n for n in notes if consolidatable(n)]
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -122,7 +122,8 @@ def absorption_candidates(
 
     found: list[AbsorptionCase] = []
     jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked, ranked)
-    for narrow, wide, (best, sims) in ((narrow, wide, best_of(*job)) for narrow, wide, job in jobs):
+    for narrow, wide, job in jobs:
+        best, sims = best_of(*job)
         for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
             if j >= 0:
                 found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
@@ -141,7 +142,8 @@ def best_of(narrow: np.ndarray, sides: Sequence[Side], threshold: float, narrow_
         j, s = best_cover(narrow, rows, threshold, narrow_expiry, expiries)
         hit = j >= 0
         r = np.where(hit, ranks[np.maximum(j, 0)], -1)
-        better = hit & ((s > sims + TIE) | ((np.abs(s - sims) <= TIE) & (r < best)))
+        with np.errstate(invalid="ignore"):  # -inf - -inf where neither side has a match: not a tie
+            better = hit & ((s > sims + TIE) | ((np.abs(s - sims) <= TIE) & (r < best)))
         best[better], sims[better] = r[better], s[better]
     return best, sims
 
@@ -259,7 +261,7 @@ def _later_wordings(
 def ask_absorptions(ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
     """Ask the absorption questions: every cached or paused one, and at most the judge's pair budget of new ones."""
     questions = [c.question for c in found]
-    valid = (lambda q, r: None) if getattr(judge, "rules", False) else quote_problem
+    valid = (lambda q, r: None) if judge.rules else quote_problem
     sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, valid))
     chosen = [found[i] for i in sorted([*sorted_out.cached, *sorted_out.paused, *sorted_out.fresh[: pair_budget(ctx, judge)]])]
     answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply, valid=valid)

@@ -117,9 +117,7 @@ def _fitting(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: st
     """
     if settings.llm_context_tokens is None:
         return [notes]
-    fits = getattr(get_judge(), "consolidation_fits", None)
-    if fits is None:
-        return [notes]
+    fits = get_judge().consolidation_fits
     return split_to_fit(notes, lambda part: fits(part, reference_date), settings.cluster_min_size) or [notes]
 
 

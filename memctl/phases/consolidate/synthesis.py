@@ -39,7 +39,7 @@ from memctl.records import NoteRecord
 from memctl.temporal import find_relative
 from memctl.text.decide import NoteText, synthesis_problem
 from memctl.text.evidence import Quoted, check, unfound
-from memctl.vectors import VectorIndex
+from memctl.vectors import vector_index
 
 #: namespace of the IDs of consolidated notes (uuid5 of sources, content and run time)
 NOTE_ID_NAMESPACE = uuid.UUID("5d0c3c52-1f43-4a8e-9a57-636f6e736f6c")
@@ -134,7 +134,7 @@ class ClusterQuestions:
             if not cases:
                 return
             judge = self.get_judge()
-            model = not getattr(judge, "rules", False)
+            model = not judge.rules
 
             def check(question: Question, reply: Any) -> Optional[str]:
                 return _problem(self.ctx, self._case_of[id(question)], reply, model)
@@ -301,7 +301,7 @@ def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> Callable[[],
     settings = ctx.settings
     if not cases:
         return lambda: None
-    index: VectorIndex = ctx.services["vectors"]
+    index = vector_index(ctx)
     for case in cases:
         if settings.embed_provider == "stored" and case.model == index.trusted and case.unit is not None:
             insert = case.unit.mutations[0]
