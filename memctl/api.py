@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import Any, Optional, Sequence, TextIO
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from memctl import orient as views
+from memctl.agent import agent_id, require_agent
 from memctl.context import NullReporter, PhaseContext, Reporter, Scope
 from memctl.errors import UsageError
 from memctl.gate import dream_run_name
@@ -24,6 +27,7 @@ from memctl.phases import registry
 from memctl.pipeline import PHASE_ORDER, FixedPlanPhase, RunReport, execute, maintenance_phases
 from memctl.plan import load_plan
 from memctl.plancheck import check_plan
+from memctl.report import from_stored_run, markdown
 from memctl.review import ReviewItem, open_reviews, settle
 from memctl.runs import resolve_run_id
 from memctl.settings import Settings
@@ -32,7 +36,10 @@ from memctl.store.capabilities import archive_statuses
 from memctl.store.changes import unknown_actions
 from memctl.store.engine import check_connection, make_engine, read, write
 from memctl.store.schema import ensure_ready
+from memctl.transfer import export_records, import_records
 from memctl.undo import UndoPhase
+from memctl.verify import Breach
+from memctl.verify import verify as check_store
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
@@ -137,6 +144,46 @@ def find_run(engine: Engine, run_id: str) -> str:
     """Return the full ID of the run `run_id` names (its ID or a unique prefix of at least 4 characters)."""
     with read(engine) as conn:
         return resolve_run_id(conn, run_id)
+
+
+def runs(settings: Settings, limit: int = 20, all_agents: bool = False, engine: Optional[Engine] = None) -> list[dict[str, Any]]:
+    """Return memctl's newest runs first: the configured agent's, or every agent's."""
+    engine = engine or open_store(settings)
+    with read(engine) as conn:
+        require_agent(conn, settings)
+    return views.list_runs(engine, limit, None if all_agents else agent_id(settings))
+
+
+def run(settings: Settings, run_id: str, engine: Optional[Engine] = None) -> tuple[dict[str, Any], list[views.StepView]]:
+    """Return a run (its ID or a unique prefix) and its steps as a tree."""
+    return views.show_run(engine or open_store(settings), run_id)
+
+
+def run_markdown(settings: Settings, run_id: str, engine: Optional[Engine] = None) -> str:
+    """Return a Markdown report of what a run changed, with the notes' texts."""
+    engine = engine or open_store(settings)
+    found, steps = views.show_run(engine, run_id)
+    return markdown(from_stored_run(engine, found, steps))
+
+
+def verify(settings: Settings, engine: Optional[Engine] = None) -> list[Breach]:
+    """Check the store's invariants; return every breach (none: the store is sound)."""
+    return check_store(engine or open_store(settings))
+
+
+def orient(settings: Settings, all_agents: bool = False, engine: Optional[Engine] = None) -> views.Orientation:
+    """Summarise the store (read-only): counts, partitions, memctl's last run, gate state."""
+    return views.orient(engine or open_store(settings), settings, all_agents=all_agents)
+
+
+def import_file(settings: Settings, path: Path, drop_unknown_columns: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:
+    """Import JSON-lines records (all or nothing); return how many of each kind."""
+    return import_records(engine or open_store(settings), path, settings.current_time(), drop_unknown_columns=drop_unknown_columns)
+
+
+def export(settings: Settings, into: TextIO, kinds: Optional[Sequence[str]] = None, engine: Optional[Engine] = None) -> dict[str, int]:
+    """Write the store's records (all, or these kinds) as JSON lines; return how many of each kind."""
+    return export_records(engine or open_store(settings), into, list(kinds) if kinds else None)
 
 
 def review_list(settings: Settings, engine: Optional[Engine] = None) -> list[ReviewItem]:

@@ -10,7 +10,6 @@ import typer
 
 from memctl import api
 from memctl.cli.shell import _state, app, err, guarded, out
-from memctl.transfer import export_records, import_records
 
 
 @app.command("import")
@@ -30,7 +29,7 @@ def import_command(
     describes every field with an example.
     """
     settings = _state().settings()
-    counts = import_records(api.open_store(settings), file, settings.current_time(), drop_unknown_columns=drop_unknown_columns)
+    counts = api.import_file(settings, file, drop_unknown_columns=drop_unknown_columns)
     out.print("imported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)
 
 
@@ -41,12 +40,13 @@ def export_command(
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Only this kind (repeatable): company, user, conversation, agent, note_type, note, example, run, run_step."),
 ) -> None:
     """Export records as JSON lines (export -> import into an empty store reproduces it)."""
-    engine = api.open_store(_state().settings())
+    settings = _state().settings()
     if file is None:
-        export_records(engine, sys.stdout, kind or None)
+        api.export(settings, sys.stdout, kind)
         return
+    engine = api.open_store(settings)  # before the file is created: a bad store leaves no file behind
     tmp = file.with_name(file.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
-        counts = export_records(engine, handle, kind or None)
+        counts = api.export(settings, handle, kind, engine=engine)
     tmp.replace(file)
     err.print("exported " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"), markup=False)

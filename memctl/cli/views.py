@@ -9,15 +9,13 @@ from rich.table import Table
 
 from memctl import api
 from memctl.cli.shell import AllAgents, AsJson, _state, app, guarded, out
-from memctl.orient import orient as summarise
-from memctl.verify import verify as check
 
 
 @app.command()
 @guarded
 def verify(as_json: AsJson = False) -> None:
     """Check the store's invariants; exit 1 listing every breach."""
-    breaches = check(api.open_store(_state().settings()))
+    breaches = api.verify(_state().settings())
     if as_json:
         out.print_json(json.dumps({"ok": not breaches, "breaches": [b.__dict__ for b in breaches]}))
     elif breaches:
@@ -34,7 +32,7 @@ def verify(as_json: AsJson = False) -> None:
 def orient(as_json: AsJson = False, all_agents: AllAgents = False) -> None:
     """Summarise the store (read-only): counts, partitions, memctl's last run, gate state."""
     settings = _state().settings()
-    view = summarise(api.open_store(settings), settings, all_agents=all_agents)
+    view = api.orient(settings, all_agents=all_agents)
     if as_json:
         out.print_json(json.dumps(view.to_dict(), default=str))
         return
