@@ -1,7 +1,7 @@
 """memctl as a library: every command is one function here; the CLI only parses and renders.
 
-`memctl eval` is the exception: its harness, memctl.evaluation, sits above this module and drives
-the product through it, so nothing here imports it back.
+Two exceptions: `memctl eval`, whose harness (memctl.evaluation) sits above this module and drives
+the product through it, and `memctl db`, which works on the schema itself (memctl.store.schema).
 
     from memctl import api
     from memctl.settings import resolve
