@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from memctl import lock as leases
 from memctl.agent import agent_id, require_agent
@@ -193,60 +193,30 @@ def execute(
     ctx.dry_run = dry_run
     ctx.deadline = deadline or Deadline(settings.run_deadline_seconds)
     run_name = run_name or command
-    plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
-
-    decision: Optional[GateDecision] = None
-    with read(ctx.engine) as conn:
-        require_agent(conn, settings)
-        if gated:
-            decision = check_gate(conn, settings, ctx.now, ctx.scope.shard)
-            ctx.last_maintenance_at = decision.last_completed_at
-        else:
-            ctx.last_maintenance_at = last_completed_maintenance(conn, ctx.scope.shard, agent_id(settings))
+    decision = _read_gate(ctx, gated)
     gate_info = None if decision is None else {**decision.as_dict(), "forced": force}
     if decision is not None and not decision.open and not force:
-        report = RunReport(command, "skipped", f"gate closed: {decision.reason} (use --force to run anyway)", gate=gate_info)
-        if not dry_run:
-            recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX, agent_id=agent_id(settings))
-            report.run_id = recorder.run_id
-            gate_step = FinishedStep(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"}, success=True)
-            recorder.record_finished_run(report.message, report.to_dict(), [gate_step])
+        report = _skipped(ctx, command, run_name, decision, gate_info, force)
         report.seconds = time.monotonic() - started
         return report
-
     lease: Optional[leases.Lease] = None
     recorder: Recorder = NullRecorder()
     if not dry_run:
         run_recorder = RunRecorder(ctx.engine, settings.current_time, run_name, agent_id=agent_id(settings))
-        got = leases.acquire(
-            ctx.engine, ctx.scope.lock_name(), run_recorder.run_id, settings.lease_seconds, settings.current_time,
-            deadline_seconds=ctx.deadline.remaining(),
-        )
+        got = _take_lease(ctx, run_recorder)
         if isinstance(got, leases.LeaseRefused):
             report = _refused(run_recorder, command, got, settings, gate_info)
             report.seconds = time.monotonic() - started
             return report
-        lease = got
-        lease.keep_alive()
-        recorder = run_recorder
-        try:
-            run_recorder.start_run()
-        except BaseException:
-            lease.release()
-            raise
+        recorder, lease = run_recorder, got
 
+    plan = Plan(command=command, created_at=ctx.now.isoformat(), database=settings.masked_db_url, scope=ctx.scope.as_dict())
     report = RunReport(command, "dry-run" if dry_run else "completed", "", run_id=recorder.run_id, gate=gate_info, plan=plan)
     try:
-        if gate_info is not None:
+        if decision is not None:
             step = recorder.start_step(GATE_STEP, "Decision", _gate_input(settings, force))
-            recorder.finish_step(step, success=True, output_data={**gate_info, "outcome": "forced" if (force and not decision.open) else "open"})  # type: ignore[union-attr]
-        overlay = Overlay()
-        for phase in phases:
-            ctx.deadline.check(f"before the {phase.name} phase")
-            report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, dry_run))
-        failed = [p.phase for p in report.phases if p.outcome == "failed"]
-        report.status = "dry-run" if dry_run else ("failed" if failed else "completed")
-        report.message = _summary(report, failed)
+            recorder.finish_step(step, success=True, output_data={**gate_info, "outcome": "forced" if not decision.open else "open"})
+        _run_phases(ctx, phases, recorder, lease, plan, report)
         if plan_out:
             plan.save(plan_out)
         report.seconds = time.monotonic() - started
@@ -254,33 +224,95 @@ def execute(
         # leave a Running run that no lease takeover ever closes.
         recorder.finish_run(success=report.exit_code == 0, message=report.message, result=report.to_dict())
     except RunStopped as stop:
-        # The deadline passed or a signal came: close the run Failed, give the lease back, and
-        # return the report (exit 1 at the deadline, 130/143 on SIGINT/SIGTERM).
-        with stopping.closing():
-            if stop.phase_report is not None:
-                report.phases.append(stop.phase_report)
-            report.status, report.stopped, report.stop_exit_code = "failed", stop.reason, stop.exit_code
-            report.message = scrub(str(stop), settings)
-            report.seconds = time.monotonic() - started
-            recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
-            _close_services(ctx)
-            if lease is not None:
-                lease.release()
-                lease = None
+        _stopped(ctx, report, stop, recorder, lease, started)
+        lease = None
     except BaseException as exc:
-        report.status = "failed"
-        if isinstance(exc, KeyboardInterrupt):
-            report.message = "interrupted (KeyboardInterrupt)"
-        else:
-            report.message = f"aborted: {scrub(describe(exc), settings)}"
-        with stopping.closing():
-            recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
+        _aborted(report, exc, recorder, settings)
         raise
     finally:
         _close_services(ctx)
         if lease is not None:
             lease.release()
     return report
+
+
+def _read_gate(ctx: PhaseContext, gated: bool) -> Optional[GateDecision]:
+    """Check the agent, and the gate of a gated run; set when maintenance last completed."""
+    with read(ctx.engine) as conn:
+        require_agent(conn, ctx.settings)
+        if not gated:
+            ctx.last_maintenance_at = last_completed_maintenance(conn, ctx.scope.shard, agent_id(ctx.settings))
+            return None
+        decision = check_gate(conn, ctx.settings, ctx.now, ctx.scope.shard)
+    ctx.last_maintenance_at = decision.last_completed_at
+    return decision
+
+
+def _skipped(ctx: PhaseContext, command: str, run_name: str, decision: GateDecision, gate_info: dict[str, Any], force: bool) -> RunReport:
+    """Report a closed gate, recorded as a finished run with its gate step (not in a dry-run)."""
+    report = RunReport(command, "skipped", f"gate closed: {decision.reason} (use --force to run anyway)", gate=gate_info)
+    if not ctx.dry_run:
+        settings = ctx.settings
+        recorder = RunRecorder(ctx.engine, settings.current_time, run_name + SKIPPED_SUFFIX, agent_id=agent_id(settings))
+        report.run_id = recorder.run_id
+        gate_step = FinishedStep(GATE_STEP, "Decision", _gate_input(settings, force), {**gate_info, "outcome": "skipped"}, success=True)
+        recorder.record_finished_run(report.message, report.to_dict(), [gate_step])
+    return report
+
+
+def _take_lease(ctx: PhaseContext, recorder: RunRecorder) -> Union[leases.Lease, leases.LeaseRefused]:
+    """Take the scope's lease for the run (kept alive while it runs) and record the run as started."""
+    settings = ctx.settings
+    got = leases.acquire(
+        ctx.engine, ctx.scope.lock_name(), recorder.run_id, settings.lease_seconds, settings.current_time,
+        deadline_seconds=ctx.deadline.remaining(),
+    )
+    if isinstance(got, leases.LeaseRefused):
+        return got
+    got.keep_alive()
+    try:
+        recorder.start_run()
+    except BaseException:
+        got.release()
+        raise
+    return got
+
+
+def _run_phases(ctx: PhaseContext, phases: Sequence[Phase], recorder: Recorder, lease: Optional[leases.Lease], plan: Plan, report: RunReport) -> None:
+    """Plan and apply each phase in turn (each sees the earlier ones' plans in a dry-run), then sum up."""
+    overlay = Overlay()
+    for phase in phases:
+        ctx.deadline.check(f"before the {phase.name} phase")
+        report.phases.append(_run_phase(ctx, phase, overlay, recorder, lease, plan, ctx.dry_run))
+    failed = [p.phase for p in report.phases if p.outcome == "failed"]
+    report.status = "dry-run" if ctx.dry_run else ("failed" if failed else "completed")
+    report.message = _summary(report, failed)
+
+
+def _stopped(ctx: PhaseContext, report: RunReport, stop: RunStopped, recorder: Recorder, lease: Optional[leases.Lease], started: float) -> None:
+    """The deadline passed or a signal came: close the run Failed and give the lease back (exit 1 at the
+    deadline, 130/143 on SIGINT/SIGTERM)."""
+    with stopping.closing():
+        if stop.phase_report is not None:
+            report.phases.append(stop.phase_report)
+        report.status, report.stopped, report.stop_exit_code = "failed", stop.reason, stop.exit_code
+        report.message = scrub(str(stop), ctx.settings)
+        report.seconds = time.monotonic() - started
+        recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
+        _close_services(ctx)
+        if lease is not None:
+            lease.release()
+
+
+def _aborted(report: RunReport, exc: BaseException, recorder: Recorder, settings: Any) -> None:
+    """Close the run Failed on an unexpected error or an interrupt (the caller re-raises it)."""
+    report.status = "failed"
+    if isinstance(exc, KeyboardInterrupt):
+        report.message = "interrupted (KeyboardInterrupt)"
+    else:
+        report.message = f"aborted: {scrub(describe(exc), settings)}"
+    with stopping.closing():
+        recorder.finish_run(success=False, message=report.message, error=report.message, result=report.to_dict())
 
 
 def _close_services(ctx: PhaseContext) -> None:
@@ -342,7 +374,7 @@ def _summary(report: RunReport, failed: list[str]) -> str:
     return "; ".join(parts) + (f" ({', '.join(failed)} failed)" if failed else "")
 
 
-#: what every phase's output reports of its LLM use (issue 16): requests and tokens
+#: what every phase's output reports of its LLM use: requests and tokens
 LLM_FIGURES = ("llmCalls", "promptTokens", "completionTokens", "tokens")
 
 

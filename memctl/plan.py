@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -135,6 +135,20 @@ class ChildStep:
     success: bool = True
     error: Optional[str] = None
     unit_key: Optional[str] = None
+
+
+@dataclass
+class StepResult:
+    """A phase's counts, typed: each field is one key of its run step's output data (in camelCase)."""
+
+    def as_output(self) -> dict[str, Any]:
+        """Return the fields as step output data: `pairs_analysed` is "pairsAnalysed"."""
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self)}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
 
 
 @dataclass

@@ -58,8 +58,7 @@ class NoteRecord:
     embedding_model_id: Optional[str] = None
     source_conversation_id: Optional[str] = None
     importance_score: Optional[float] = None
-    # AccessCount as stored when it is negative (another application wrote it): access_count is
-    # then 0 for every rule and sum, and the guard keeps the stored value.
+    # AccessCount as stored when negative: access_count is then 0, and the guard keeps the stored value
     stored_access_count: Optional[int] = None
 
 
@@ -99,8 +98,7 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
     if values["access_count"] < 0:
         values["stored_access_count"], values["access_count"] = values["access_count"], 0
     values["consolidation_count"] = values["consolidation_count"] or 0
-    # SQL Server's usual case-insensitive collation lets MJ's check accept 'protected': read the
-    # tier as its canonical spelling, so the rules see what the database's own filters see
+    # a case-insensitive collation lets MJ's check accept 'protected': read the canonical spelling
     tier = values["protection_tier"] or "Standard"
     values["protection_tier"] = _TIERS.get(str(tier).lower(), tier)
     score = values.get("importance_score")
@@ -109,12 +107,8 @@ def note_record(row: Mapping[str, Any], with_vector: bool = True) -> NoteRecord:
 
 
 def with_vector_text(note: NoteRecord, text: Optional[str]) -> NoteRecord:
-    """Return `note` with its EmbeddingVector text set: a cheaper `dataclasses.replace`.
-
-    It copies the instance dict instead of running __init__ (the record has no invariants beyond
-    its fields). A cached `memctl.settled.note_state` is copied too and stays right: it leaves
-    the vector text out.
-    """
+    """Return `note` with its EmbeddingVector text set: a cheaper `dataclasses.replace` (copies the
+    instance dict; a cached `memctl.settled.note_state` stays right, as it leaves the vector out)."""
     copy = object.__new__(NoteRecord)
     copy.__dict__.update(note.__dict__)
     copy.__dict__["embedding_vector"] = text

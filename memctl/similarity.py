@@ -1,9 +1,8 @@
 """Partitions, blocked cosine similarity, consolidation clusters and contradiction pairs.
 
-Unit rows are compared one row block at a time (memory stays at block x N floats); pairs and
-clusters use only the upper triangle, so each pair's similarity is computed once. Comparisons are
-float32 against float32(threshold), inclusive; a similarity may differ in its last bit between
-block sizes (never within one call).
+Rows are compared one block at a time (memory: block x N floats), pairs and clusters on the upper
+triangle only. Comparisons are float32 against float32(threshold), inclusive; a similarity may
+differ in its last bit between block sizes (never within one call).
 """
 
 from __future__ import annotations
@@ -42,8 +41,7 @@ GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def _normalise_record_id(value: str | None) -> str | None:
-    # Another system's record keys may be case- and space-sensitive ("Acct-7" and "acct-7" can
-    # be two records): only a GUID, whose spelling carries no meaning, is compared ignoring case.
+    # another system's record keys may be case-sensitive: only a GUID is compared ignoring case
     return value.lower() if value is not None and GUID.fullmatch(value) else value
 
 
@@ -216,10 +214,9 @@ def clusters(
 ) -> list[list[int]]:
     """Group rows into consolidation clusters; each list is [seed, members best first].
 
-    Deterministic greedy pass over seeds in order_keys order (pass unique keys such as
-    (created_at, id)). A cluster is the seed plus the unclustered rows with cosine >= threshold
-    to it, best first, capped at max_size. A seed with fewer than min_size rows forms no
-    cluster, and it and its candidates stay free to join later clusters.
+    A greedy pass over seeds in order_keys order (pass unique keys): a cluster is the seed plus the
+    unclustered rows with cosine >= threshold to it, best first, capped at max_size. A seed with
+    fewer than min_size rows forms none, and it and its candidates stay free for later clusters.
     """
     if not 2 <= min_size <= max_size:
         raise ValueError(f"need 2 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")

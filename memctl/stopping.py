@@ -1,19 +1,13 @@
 """Stopping a run from outside its work: the run deadline, SIGINT and SIGTERM.
 
-Every run has a wall-clock deadline (`run_deadline_seconds`). memctl checks it where a run waits
-or moves on to new work: while waiting for LLM answers, before each unit of work and before each
-phase. LLM questions are asked on daemon threads and the run waits for their answers with a
-timeout, so at the deadline (or on a signal) an answer still trickling in is abandoned, never
-awaited, and the process can exit at once. A unit is one transaction, so the unit in flight is
-applied whole or not at all; the units before it stay applied with their change-log rows.
+The deadline is checked where a run waits or moves on: while waiting for LLM answers (asked on
+daemon threads, so an answer still arriving is abandoned, never awaited), before each unit and each
+phase. A unit is one transaction, so the one in flight is applied whole or not at all.
 
-The CLI adds what a library must not do on its own (`stop_on_signals`): SIGINT and SIGTERM raise
-`Interrupted` in the main thread, and a watchdog (SIGALRM) raises `DeadlineExceeded` there a few
-seconds after the deadline, wherever the run is blocked (a database lock wait, an embedding
-request). A second signal while the run is being closed ends the process at once.
-
-Both are `BaseException`s, like KeyboardInterrupt: no `except Exception` on the way (a phase's
-failure containment, a per-question error handler) may swallow them.
+The CLI adds `stop_on_signals`: SIGINT/SIGTERM raise `Interrupted` in the main thread, and a SIGALRM
+watchdog raises `DeadlineExceeded` shortly after the deadline wherever the run is blocked. A second
+signal while the run is closing ends the process at once. Both are `BaseException`s, like
+KeyboardInterrupt, so no `except Exception` on the way may swallow them.
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 T = TypeVar("T")
 U = TypeVar("U")
 
-#: how long after the run deadline the CLI's watchdog interrupts a run blocked outside the
-#: cooperative checks (a database lock wait, an embedding request)
+#: how long after the run deadline the CLI's watchdog interrupts a run blocked outside the checks
 WATCHDOG_GRACE_SECONDS = 5.0
 #: how often a run waiting for LLM answers wakes up to look at the clock
 POLL_SECONDS = 0.25
@@ -105,13 +98,9 @@ class Deadline:
 class Pool:
     """At most `workers` daemon threads computing what the caller submits, while it goes on.
 
-    `submit(fn, item)` returns the job's number and returns at once: the caller keeps working
-    (planning the next partition) while the job runs. Results are handed back in the caller's
-    thread only, by `ready()` (what has finished, without waiting) and `next()` (waits, waking
-    every `POLL_SECONDS` to check the deadline). `close()` abandons the jobs still queued or
-    running (at the deadline, on a signal): their threads are daemons and never keep the process
-    alive. An exception a job raised is re-raised by whichever of `ready()` or `next()` hands its
-    result back.
+    Results (or a job's exception, re-raised) come back in the caller's thread only, by `ready()`
+    (no waiting) and `next()` (waits, checking the deadline). `close()` abandons what is still
+    queued or running; daemon threads never keep the process alive.
     """
 
     def __init__(self, workers: int) -> None:
@@ -183,7 +172,7 @@ class Pool:
         return out
 
     def next(self, deadline: Deadline, where: str = "") -> tuple[int, Any]:
-        """Wait for the next job to finish and return (its number, its result); at the deadline raise DeadlineExceeded."""
+        """Wait for the next job and return (its number, its result); DeadlineExceeded at the deadline."""
         assert self.pending, "no job to wait for"
         while True:
             deadline.check(where or "while waiting for LLM answers")
@@ -198,8 +187,6 @@ class Pool:
         for _ in range(self._threads):
             self._todo.put(None)
 
-
-# --- signals (the CLI only) ------------------------------------------------------------------
 
 _closing = threading.Event()
 
@@ -224,8 +211,7 @@ def stop_on_signals(deadline_seconds: Optional[float]) -> Iterator[None]:
     def on_signal(signum: int, _frame: Any) -> None:
         stop = Interrupted(signum)
         if _closing.is_set():
-            # The run is already being closed and the operator insists: go now (the lease
-            # expires on its own and the next run closes this run as Failed).
+            # the operator insists: go now (the lease expires and the next run closes this one as Failed)
             sys.stderr.write(f"memctl: {stop}: exiting without closing the run\n")
             sys.stderr.flush()
             os._exit(stop.exit_code)

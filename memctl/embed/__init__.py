@@ -1,8 +1,7 @@
 """Embedding providers, the factory that builds one from settings, and per-embedder thresholds.
 
-Cosine distributions differ between models, so the consolidation and contradiction thresholds
-belong to the embedder. The values below come from benchmarks/eval_similarity.py (tuned on the
-tune halves of PersonaChat and SICK_train, checked on the held-out halves).
+Cosine distributions differ between models, so the thresholds belong to the embedder; the values
+below come from benchmarks/eval_similarity.py (tuned on half of PersonaChat and SICK_train).
 """
 
 from __future__ import annotations
@@ -21,16 +20,11 @@ PROVIDERS = ("hashing", "openai", "sentence-transformers")
 #: the spec's (consolidate, contradiction) thresholds, for semantic models (OpenAI's included)
 SEMANTIC_DEFAULT: tuple[float, float] = (0.60, 0.70)
 
-#: (consolidate, contradiction) cosine thresholds per embedder name.
-#: memctl-hashing-v2 is lexical and cannot see a rephrasing that shares no words, so its
-#: consolidate threshold (the highest keeping 90% of SICK near-duplicates) only trades lexical
-#: near-duplicates against false merges. Its contradiction threshold is lower still: short
-#: same-attribute notes ("lives in Paris" / "lives in London") share only a word or two. The
-#: extra candidates cost judge calls (bounded per run), not wrong revocations.
-#: all-MiniLM-L6-v2 keeps the spec's 0.60 / 0.70.
-#: multilingual-e5-small-q4 (multilingual-e5-small at 4 bits, texts prefixed "query: ") scores
-#: every pair of notes high, so the spec's values would merge anything; its thresholds admit the
-#: same shares of hard negatives and contradictions as MiniLM's.
+#: (consolidate, contradiction) cosine thresholds per embedder name. The lexical hashing embedder's
+#: contradiction threshold is low because same-attribute notes ("lives in Paris" / "lives in London")
+#: share only a word or two; extra candidates cost judge calls, not wrong revocations.
+#: multilingual-e5-small-q4 scores every pair high, so its thresholds are set to admit the same
+#: shares of hard negatives and contradictions as MiniLM's.
 DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
     HASHING_NAME: (0.55, 0.34),
     "all-MiniLM-L6-v2": SEMANTIC_DEFAULT,
@@ -43,7 +37,7 @@ KNOWN_SEMANTIC = ("text-embedding-3-small", "text-embedding-3-large", "text-embe
 
 
 def warn_unmeasured(embedder_name: str) -> bool:
-    """Warn (once per call) when memctl has no measured thresholds for `embedder_name`; return whether it warned."""
+    """Warn when memctl has no measured thresholds for `embedder_name`; return whether it warned."""
     import logging
 
     base = embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
@@ -63,7 +57,7 @@ def thresholds_for(embedder_name: str) -> tuple[float, float]:
     """Return the (consolidate, contradiction) cosine thresholds for an embedder name."""
     if embedder_name in DEFAULT_THRESHOLDS:
         return DEFAULT_THRESHOLDS[embedder_name]
-    # Other dimensions of the hashing embedder ("memctl-hashing-v2:512") share its thresholds.
+    # other dimensions of the hashing embedder ("memctl-hashing-v2:512") share its thresholds
     if embedder_name.startswith(HASHING_NAME + ":"):
         return DEFAULT_THRESHOLDS[HASHING_NAME]
     # "sentence-transformers/all-MiniLM-L6-v2" or a local path ending in the model's name
@@ -93,7 +87,7 @@ def make_embedder(
     if kind == "stored":
         raise ValueError("'stored' vectors are read from the rows, not computed: build a compute provider instead")
     if kind == "openai":
-        # openai takes ~0.4 s to import: only a run that embeds with it loads it
+        # openai is slow to import: only a run that embeds with it loads it
         from memctl.embed.openai import DEFAULT_MODEL, OpenAIEmbedder
 
         warn_unmeasured(model or DEFAULT_MODEL)

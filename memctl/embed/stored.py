@@ -1,8 +1,7 @@
 """Vectors as the store keeps them: AIAgentNote.EmbeddingVector is a JSON array of floats.
 
-Rows are written by other systems, so decoding is defensive: anything that is not a non-empty
-array of finite numbers reads as "no vector", and the note is embedded by the configured embedder
-instead of poisoning a partition with NaNs.
+Rows are written by other systems, so decoding is defensive: anything but a non-empty array of
+finite numbers reads as "no vector", and the note is embedded by the configured embedder instead.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from memctl.helper import Helper, read_items, serve_code
 from memctl.helper import cpus as _cpus  # module names the tests patch
 from memctl.helper import runnable_python as _runnable_python
 
-try:  # parses a stored vector's JSON about four times faster than json
+try:  # parses a stored vector's JSON much faster than json
     import orjson as _orjson
 except ImportError:  # pragma: no cover - a dependency; json alone gives the same vectors, slower
     _orjson = None  # type: ignore[assignment]
@@ -65,11 +64,8 @@ def content_hash(text: str) -> str:
 
 
 def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
-    """Return `decode_vector(text)`, computed faster when the text is a JSON array of floats.
-
-    That common case is parsed by orjson where it can be and checked in numpy; anything else is
-    left to decode_vector itself, so every input decodes exactly as it would there.
-    """
+    """Return `decode_vector(text)`, faster (orjson and numpy) when the text is a JSON array of floats;
+    anything else is left to decode_vector itself."""
     if text is None:
         return None
     try:
@@ -87,10 +83,8 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
 
 
 def _loads(text: str) -> Any:
-    """json.loads(text), by orjson where it reads the text. What orjson refuses (NaN, Infinity, a
-    number beyond any double, lone surrogates, nesting past 1,024) is left to json itself. An
-    integer beyond 64 bits orjson reads as the nearest double where json reads an int: both end
-    as the same float32, which tests/test_embed.py checks against json on such texts."""
+    """json.loads(text), by orjson where it reads the text; what orjson refuses (NaN, Infinity, lone
+    surrogates, deep nesting) is left to json. Both give the same float32 for huge integers."""
     if _orjson is not None and type(text) is str:  # the column's type; anything else as json reads it
         try:
             return _orjson.loads(text)
@@ -117,12 +111,10 @@ def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
 class Decoding:
     """Stored vector texts being decoded: `decode_stored` of each, in order, from `result()`.
 
-    Decoding is CPU-bound and holds the GIL, so with a second CPU a large batch is split: one
-    helper process (`_serve`, via `memctl.helper`) decodes the first `share` of the texts, and
-    `result()` decodes the rest here; a caller that starts early may pass a larger share. The
-    helper runs the same function, so results are identical; one that fails, hangs or answers
-    anything but its part's vectors leaves its part to this process. A stop while waiting, or
-    `close()`, ends it at once. Its reply is plain lengths and floats, never unpickled.
+    Decoding holds the GIL, so with a second CPU a large batch is split: a helper process (`_serve`)
+    decodes the first `share` of the texts and `result()` the rest. A helper that fails, hangs or
+    answers anything but its part's vectors leaves its part to this process. Its reply is plain
+    lengths and floats, never unpickled.
     """
 
     def __init__(self, texts: Sequence[str], share: float = HELPER_SHARE) -> None:
@@ -132,7 +124,6 @@ class Decoding:
         if len(self.texts) < PARALLEL_DECODE_MIN or _cpus() < 2 or not _runnable_python():
             return
         cut = int(len(self.texts) * share)
-        # a pickle of FEED_TEXTS texts at a time, the helper decoding each as it arrives
         helper = Helper(HELPER_CODE, self.texts[:cut], FEED_TEXTS, "memctl-decode-feed")
         if helper.running:
             self.helper, self.cut = helper, cut
@@ -164,8 +155,7 @@ HELPER_CODE = serve_code("memctl.embed.stored")
 
 
 def _serve() -> None:
-    """The helper process: read lists of texts pickled on stdin until it ends, decoding each list
-    as it arrives; then write every vector (`_pack`) on stdout."""
+    """The helper process: decode the lists of texts pickled on stdin; write the vectors (`_pack`) out."""
     vectors: list[Optional[np.ndarray]] = []
     for texts in read_items(sys.stdin.buffer):
         vectors.extend(decode_stored(t) for t in texts)
@@ -190,7 +180,7 @@ def _unpack(reply: bytes, count: int) -> Optional[list[Optional[np.ndarray]]]:
     if ((lengths < 1) & (lengths != -1)).any():
         return None
     values = np.frombuffer(reply, dtype="<f4", offset=head)
-    if (lengths > len(values)).any() or int(lengths[lengths > 0].sum()) != len(values):  # no sum that wraps round
+    if (lengths > len(values)).any() or int(lengths[lengths > 0].sum()) != len(values):  # no sum that wraps
         return None
     out: list[Optional[np.ndarray]] = []
     start = 0
@@ -198,6 +188,6 @@ def _unpack(reply: bytes, count: int) -> Optional[list[Optional[np.ndarray]]]:
         if n < 0:
             out.append(None)
         else:
-            out.append(values[start : start + n].astype(np.float32))  # a copy that owns its memory, in native order
+            out.append(values[start : start + n].astype(np.float32))  # an owned copy in native order
             start += n
     return out

@@ -1,10 +1,8 @@
 """Measure the configured judge, embedder and prompts on labelled data (`memctl eval`).
 
-Same corpora and settings every run, so figures compare run to run. Each evaluation works in a
-temporary SQLite store, never the operator's. The harness drives the product through memctl.api
-and grades the output with its own labels (`corpus`) and matching (`grader`, which imports
-nothing from memctl); it never asks the product whether the product was right. `consolidation`
-and `contradictions` are the two measurements; `report` renders the figures.
+Each evaluation works in a temporary SQLite store, never the operator's. The harness drives the
+product through memctl.api and grades the output with its own labels (`corpus`) and matching
+(`grader`, which imports nothing from memctl); it never asks the product whether it was right.
 """
 
 from __future__ import annotations

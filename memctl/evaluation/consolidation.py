@@ -1,11 +1,8 @@
 """Consolidation, measured: the real consolidate phase on a scratch copy of the labelled persona corpus.
 
-Each persona is imported as one partition with its dates and access counts, and the phase runs
-with the operator's judge and embedder, the clock frozen at the corpus's reference date.
-Reported: reduction in active notes, fact retention (graded by memctl.evaluation.grader; a free
-paraphrase is under-credited, so lost facts are listed with their replacements for a person to
-check), relative dates left in new notes (must be 0), same-fact pairs merged, cross-fact merges,
-and the phase's own cluster, call, token and time counts.
+Each persona is one partition; the phase runs with the operator's judge and embedder, the clock
+frozen at the corpus's reference date. Fact retention is graded by memctl.evaluation.grader, which
+under-credits free paraphrase, so lost facts are listed with their replacements for a person to check.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from memctl.transfer import import_records
 
 
 def import_lines(personas: Sequence[Persona]) -> list[dict[str, Any]]:
-    """Return the import records (MJ field names) of the corpus: one agent, one user per persona, the notes."""
+    """Return the corpus's import records (MJ field names): one agent, one user per persona, the notes."""
     agent = stable_id("agent")
     lines: list[dict[str, Any]] = [{"kind": "agent", "ID": agent, "Name": "memctl eval", "Status": "Active"}]
     for p in personas:

@@ -1,10 +1,8 @@
 """Contradictions, measured: the judge asked about labelled pairs exactly as the contradictions phase asks.
 
-What is measured is the judge: the phase's question and reply validation. A pair is flagged
-when the reply says isContradiction at or above the confidence floor, and is scored against its
-gold label. The phase's own checks on a verdict (verdict_guard's vetoes, distrust of uniform
-verdicts) are not applied: they are memctl deciding whether to believe the judge. Also reported:
-how many labelled contradictions reach the embedder's contradiction threshold at all.
+A pair is flagged when the reply says isContradiction at or above the confidence floor, and scored
+against its gold label. The phase's own checks on verdicts (verdict_guard's vetoes, distrust of
+uniform verdicts) are not applied: they are memctl deciding whether to believe the judge.
 """
 
 from __future__ import annotations
@@ -83,7 +81,7 @@ def evaluate_contradictions(settings: Settings, judge: Judge, embedder: Embedder
 
 
 def _cosines(embedder: Embedder, pairs: Sequence[LabelledPair]) -> list[float]:
-    """Return the cosine of each pair's two texts under `embedder` (computed here, not by memctl.similarity)."""
+    """Return the cosine of each pair's two texts under `embedder` (not via memctl.similarity)."""
     texts = list(dict.fromkeys([p.a for p in pairs] + [p.b for p in pairs]))
     where = {t: i for i, t in enumerate(texts)}
     vectors = np.array(embedder.embed(texts), dtype=np.float32, ndmin=2)

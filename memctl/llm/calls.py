@@ -1,7 +1,5 @@
-"""What one HTTP call of the client can end in besides a reply, how many calls run at once (a
-bound pinned by `llm_concurrency = N` that halves on overload, or the `auto` bound that adapts
-to latency and overload), the reader threads that read reply bodies under a wall-clock deadline,
-and the JSON Lines log of every call."""
+"""The LLM client's plumbing: call failures, concurrency bounds (pinned or `auto`), the reader
+threads that read reply bodies under a wall-clock deadline, and the JSON Lines call log."""
 
 from __future__ import annotations
 
@@ -45,7 +43,7 @@ class Limiter:
         self._in_flight = 0
         self._streak = 0
         self._cond = threading.Condition()
-        #: every bound in force so far, in order (the first is the starting one): `peak_since`
+        #: every bound in force so far, in order, for `peak_since`
         self._bounds = [self.limit]
 
     def acquire(self) -> float:
@@ -59,9 +57,8 @@ class Limiter:
     def release(self, overloaded: bool, started: Optional[float] = None, key: Optional[str] = None) -> bool:
         """Release a slot; return True when an overload (timeout, 429, 503) lowered the bound.
 
-        `started` is what `acquire` returned and `key` the kind of request when a reply arrived
-        (None when the call failed): the pinned bound ignores both, the adaptive one learns
-        latency from them.
+        `started` (from `acquire`) and `key` (the kind of request, None when no reply arrived) feed
+        the adaptive bound's latency; the pinned bound ignores them.
         """
         with self._cond:
             self._in_flight -= 1
@@ -99,13 +96,10 @@ class Limiter:
 class AdaptiveLimiter(Limiter):
     """The `auto` concurrency bound: grows while latency holds, backs off on overload and queueing.
 
-    Latency is the congestion signal (as in TCP Vegas). The bound is 1 until the first reply,
-    then `START`. Once per window of max(3, bound) replies to requests started under the current
-    bound, the window's mean latency over the baseline of its kind of request (the ratio) decides:
-    below `QUEUE_RATIO` with every slot used, the bound grows (doubling until the first back-off,
-    then by growing steps, each after two calm windows); at or above it in two windows in a row,
-    it becomes bound / ratio, which lands on a server's slot count. A timeout, 429 or 503 halves
-    it at once, at most once per round. It stays between 1 and the cap (`llm_concurrency_max`).
+    Latency is the congestion signal (as in TCP Vegas): 1 until the first reply, then `START`. Per
+    window of replies, mean latency over the baseline (the ratio) below `QUEUE_RATIO` with every
+    slot used grows the bound; at or above it twice in a row sets bound / ratio, which lands on the
+    server's slot count. A timeout, 429 or 503 halves it at once, at most once per round.
     """
 
     START = 4
@@ -115,7 +109,7 @@ class AdaptiveLimiter(Limiter):
     def __init__(self, ceiling: int, start: Optional[int] = None) -> None:
         super().__init__(ceiling)
         self._start = max(1, min(ceiling, start if start is not None else self.START))
-        self.limit = 1  # until the first reply: the first request pays first-use costs and must not also queue
+        self.limit = 1  # until the first reply: the first request pays first-use costs, must not also queue
         self._bounds = [self.limit]
         self._warming = True
         self._slow_start = True
@@ -225,7 +219,7 @@ class CallLog:
 
 
 class _Job:
-    """One fetch handed to a reader thread; `done` is released when it has run and its reader is idle again."""
+    """One fetch handed to a reader thread; `done` is released once it ran and its reader is idle again."""
 
     __slots__ = ("done", "error", "fn", "result")
 
@@ -247,10 +241,9 @@ class _Job:
 class Readers:
     """Threads that make HTTP calls for callers who wait on a wall-clock deadline, kept between calls.
 
-    `run` hands a fetch to an idle reader, or to a new one when every reader is busy (so a call
-    abandoned at its deadline never delays another), and waits no longer than `timeout`. Readers
-    are kept because a thread per call costs more CPU than the rest of the client; one idle for
-    `idle_seconds` ends, and `close` ends the idle ones.
+    A fetch goes to an idle reader, or a new one when all are busy, so a call abandoned at its
+    deadline never delays another. Readers are reused (a thread per call costs more CPU than the
+    rest of the client) and end after `idle_seconds` idle.
     """
 
     def __init__(self, name: str = "memctl-llm-call", idle_seconds: float = 60.0) -> None:
@@ -292,8 +285,7 @@ class Readers:
         jobs: queue.SimpleQueue = queue.SimpleQueue()
         while job is not None:
             job.run()
-            # back on the idle list before the caller hears of the result, so that its next
-            # call finds this reader instead of starting another
+            # back on the idle list before the caller hears of the result, so its next call reuses it
             with self._lock:
                 closed = self._closed
                 if not closed:

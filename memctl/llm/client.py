@@ -1,11 +1,9 @@
 """An OpenAI-compatible chat client that returns parsed replies or the reason there is none.
 
-memctl does its own retries (the `openai` client's are off) so that it counts every call, honours
-Retry-After, and retries only 429, 5xx, timeouts and dropped connections, never a 5xx other than
-502/503/504 that repeats the same body. A per-call failure never raises: it becomes a `JudgeResult`
-with a reason; only configuration errors raise. Every call has a wall-clock deadline, slow bodies
-included, since the client's own timeout bounds each socket read only. A server that rejects a
-strict JSON schema is asked for json_object, then text, for the rest of the client's life.
+memctl does its own retries (the `openai` client's are off) to count every call, honour Retry-After
+and retry only transient failures. A per-call failure never raises (only configuration errors do),
+and every call has a wall-clock deadline, slow bodies included. A server that rejects a strict JSON
+schema is asked for json_object, then text, from then on.
 """
 
 from __future__ import annotations
@@ -17,11 +15,10 @@ import random
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -39,8 +36,6 @@ except ImportError:  # pragma: no cover - depends on the installed openai
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-U = TypeVar("U")
 R = TypeVar("R", bound=BaseModel)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -173,17 +168,14 @@ class LLMClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # -- public API ------------------------------------------------------------------------
     def complete_json(
         self, system: str, user: str, reply_model: type[R], schema_name: str, max_tokens: Optional[int] = None,
         schema_model: Optional[type[BaseModel]] = None,
     ) -> JudgeResult[R]:
         """Ask for a JSON reply and parse it into `reply_model`; failures come back as `error`.
 
-        `schema_model` is the schema the server is asked to enforce, when it differs from the
-        model the reply is parsed with (a lenient `BatchReply` whose answers are checked one by
-        one). A failure after the retries for a transient reason other than a timeout comes
-        back with `outage=True`.
+        `schema_model`, when given, is the schema the server enforces (e.g. strict, while a lenient
+        `BatchReply` parses). A transient failure other than a timeout comes back with `outage=True`.
         """
         schema = schema_model or reply_model
         if not _SCHEMA_NAME.match(schema_name):
@@ -234,34 +226,23 @@ class LLMClient:
             else:
                 return self._parse(data, reply_model, usage, calls)
             finally:
-                # a reply's latency teaches the adaptive bound, per kind of request (the schema, and
-                # the order of magnitude of the reply asked for: a model's latency grows with it)
+                # latency teaches the adaptive bound, per schema and order of magnitude of max_tokens
                 kind = f"{schema_name}/{(max_tokens or 0).bit_length()}" if replied else None
                 if self._limiter.release(overloaded, started, kind):
                     self._count("concurrencyBackoffs")
                     log.warning("LLM server is overloaded (%s); concurrency lowered to %d", "timeout/429/503", self._limiter.limit)
             if not retryable or attempt >= self.max_retries:
-                # a timeout is not an outage: a request of several questions may only be too slow
-                # for its deadline, and its questions are then asked one by one
+                # a timeout is not an outage: a batched request may only be too slow, and is split
                 return replace(self._failure(reason, usage, calls), outage=retryable and not timed_out)
             self._count("retries")
             self._sleep_before_retry(attempt, reason, hint)
             attempt += 1
 
-    def map(self, fn: Callable[[T], U], items: Iterable[T]) -> list[U]:
-        """Return `[fn(item) for item in items]`, computed `concurrency` at a time, in input order."""
-        items = list(items)
-        if len(items) <= 1 or self.concurrency == 1:
-            return [fn(item) for item in items]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)), thread_name_prefix="memctl-llm") as pool:
-            return list(pool.map(fn, items))
-
     def probe_system_message(self) -> bool:
         """Find out once whether the server reads the system message; fold it into the user message if not.
 
-        Two one-token requests that differ only by a system message: a server whose chat
-        template drops system messages reports the same prompt_tokens for both. Returns whether
-        the system message is kept (True when the server reports no usage: nothing to go on).
+        Compares prompt_tokens of two one-token requests with and without a system message.
+        Returns whether the system message is kept (True when the server reports no usage).
         """
         with self._mode_lock:
             if self._system_role != "auto":
@@ -288,7 +269,6 @@ class LLMClient:
             return False
         return True
 
-    # -- internals -------------------------------------------------------------------------
     def _messages(self, system: str, user: str, reply_model: Optional[type[BaseModel]], mode: int) -> list[dict[str, str]]:
         if reply_model is not None and FORMAT_MODES[mode] != "json_schema":
             user = user + schema_instructions(reply_model, FORMAT_MODES[mode])
@@ -329,10 +309,8 @@ class LLMClient:
         return data
 
     def _fetch(self, params: dict[str, Any], deadline: float) -> bytes:
-        # `post` is the openai client's documented call for a raw request: its headers, auth,
-        # connection pool and error statuses, without `create`'s walk of the params against
-        # their TypedDicts (memctl's params are plain JSON already) or a client copy per call
-        # for the timeout (`with_options`), which together cost more CPU than the HTTP exchange
+        # `post` keeps the client's auth, pool and error statuses but skips `create`'s params
+        # validation and `with_options` copy, which cost more CPU than the HTTP exchange
         remaining = max(0.01, deadline - time.monotonic())
         cap = 4 * self.max_reply_chars + 65536
         chunks: list[bytes] = []
@@ -384,8 +362,7 @@ class LLMClient:
     def _response_format(self, mode: int, reply_model: Optional[type[BaseModel]], schema_name: str) -> Optional[dict[str, Any]]:
         kind = FORMAT_MODES[mode]
         if kind == "json_schema" and reply_model is not None:
-            # one dict per schema, shared by every request (nothing writes to it: openai's `post`
-            # serialises the params as they are); strict_schema's copy and walk cost a call each
+            # built once per schema and shared by every request (nothing writes to it)
             key = (reply_model, schema_name)
             rf = self._formats.get(key)
             if rf is None:

@@ -1,10 +1,8 @@
 """The Judge backed by an OpenAI-compatible LLM: render a prompt, ask, parse.
 
-Each note's relative dates are normalised against its own created date before rendering, so the
-model sees absolute dates where memctl can compute them. Replies are only parsed here; the phases
-validate them against what they asked. With `context_tokens` set, a question whose prompt and
-reply budget would not fit is answered here with the reason, without a request: a server would
-only fail it or truncate the prompt silently.
+Relative dates are made absolute against each note's created date before rendering. Replies are
+only parsed here; the phases validate them. With `context_tokens` set, a question that would not
+fit is answered here with the reason, without a request (a server would fail or truncate it).
 """
 
 from __future__ import annotations
@@ -122,13 +120,11 @@ class LLMJudge(Judge):
         system, user = self._render("consolidate", question_data("consolidate", notes), reference_date)
         return self._overflow("consolidate", system, user, self._consolidation_budget(notes)) is None
 
-    # -- several questions in one request -------------------------------------------------
     def ask_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> JudgeResult:
         """Ask several questions of `kind` in one request; `items` are their `question_data`.
 
-        The reply is a `BatchReply` whose entries the caller checks one by one, so one bad entry
-        invalidates only its own question. A request that would not fit the context window is
-        answered here with the reason (`batch_fits` tells the caller beforehand).
+        The reply is a `BatchReply` whose entries the caller checks one by one. A request that would
+        not fit the context window is answered here with the reason (see `batch_fits`).
         """
         schema, schema_name = BATCH_KINDS[kind]
         system, user = self._render_many(kind, items, reference_date)

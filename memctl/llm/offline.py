@@ -1,10 +1,8 @@
 """The offline judge: memctl's embedded default, answering the Judge's questions by explicit rules.
 
-No network and no model: answers are deterministic, free (calls=0) and explainable, trading
-recall for precision. When no rule applies the answer is "no" with a low confidence, so the
-offline judge never revokes on a guess. The decisions are memctl.text.decide's (the same that
-guard every judge's answers) and the merge is `offline_merge`'s. A conflict the rules are not
-certain of is answered with `review` set, so the phase flags it for a person.
+No network and no model: answers are deterministic, free (calls=0) and explainable, trading recall
+for precision. When no rule applies the answer is "no" with low confidence; a conflict the rules
+are not certain of is answered with `review` set. Decisions come from memctl.text.decide.
 """
 
 from __future__ import annotations
@@ -62,11 +60,8 @@ class OfflineJudge(Judge):
         return hashlib.sha256(f"{MODEL}:{kind}:{RULES_VERSION[kind]}".encode()).hexdigest()
 
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
-        """Merge the cluster into one note that keeps each distinct sentence once.
-
-        Relative dates are resolved against each note's own created date, so `reference_date`
-        (the run date) is not needed.
-        """
+        """Merge the cluster into one note keeping each distinct sentence once (`reference_date` unused:
+        relative dates are resolved against each note's created date)."""
         if len(notes) < 2:
             return _declined("Fewer than 2 notes.")
         ordered = order_notes(notes)

@@ -1,10 +1,9 @@
 """The offline merge: consolidation without a model, by extracting distinct sentences.
 
-Notes are taken newest first, then most accessed, then by id. A sentence a kept one states (in
-its words or others) is dropped; one that states a kept one replaces it. A restricting word keeps
-both ("prefers dark mode in the evening" does not state "prefers dark mode"): lossless beats terse.
-A certain conflict is settled by memctl.authority; when authority cannot decide, the cluster is
-not merged. A merge over MAX_CONTENT_CHARS, or left with relative time words, is refused.
+Notes are taken newest first, then most accessed. A sentence a kept one states is dropped; one that
+states a kept one replaces it; a restricting word keeps both (lossless beats terse). A certain
+conflict is settled by memctl.authority, or the cluster is not merged. A merge over
+MAX_CONTENT_CHARS, or left with relative time words, is refused.
 """
 
 from __future__ import annotations

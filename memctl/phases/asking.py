@@ -1,39 +1,15 @@
 """Ask a judge many questions: cached answers first, then concurrent calls, new answers cached.
 
-Both LLM phases ask this way. A question whose key (kind, template hash, model, inputs) is in
-the verdict cache is never asked again, as long as its cached reply still passes today's checks
-(one that does not is forgotten and the question asked again). The rest are asked with bounded
-concurrency; a reply that parses, copies nothing (memctl/llm/copies.py) and that the phase's
-`valid` check accepts is cached, anything else is reported as an error for that question only.
+A question whose verdict-cache key (kind, template hash, model, inputs) holds a reply that still
+passes today's checks is not asked again. A reply that arrived but cannot be used (not the schema,
+cut off, a copy, invalid by the phase's `valid`) is no outage (DESIGN 4): its unit stays as it is
+and the question is paused (memctl/store/pauses.py); a failed call is asked again next run.
 
-An unusable reply is not an outage (DESIGN 4). A reply that arrived but cannot be used (not the
-schema, cut off, a copy of the prompt's example or of the input, invalid by the phase's checks)
-leaves its unit as it is, is counted (`unusableReplies`) and pauses its question
-(memctl/store/pauses.py): it is not asked again until the pause ends (`questionsPaused`), and a
-usable reply ends the pause. A question whose call failed (transport error, timeout, HTTP
-error) is asked again next run. A phase fails (`no_usable_answer`) only when the LLM could not be
-reached at all, or when every one of at least `UNUSABLE_FAILS` questions got an unusable reply.
-
-What the LLM client did meanwhile (retries, timeouts, response-format fallbacks, concurrency
-back-offs, deterministic errors not retried) is taken from its counters before and after, so a
-step's output says how hard the answers were to get.
-
-Several questions per request (`questions_per_call`, issue 16). Questions that carry an `item`
-(the data the judge is shown for them) are sent up to `questions_per_call` at a time when the
-judge can (`ask_many`: the LLM judge; the offline one answers each on its own for free), in
-order and one kind (and reference date) per request. A request that would not fit the context
-window (`batch_fits`) is made smaller until it does. Each entry of the reply is then checked
-on its own exactly as a single reply is (the reply model, the question's `vet` of its raw
-text, the phase's `valid`): a bad, missing or duplicated entry invalidates only its own question,
-which is asked again alone. When the request itself failed after its retries (an outage:
-timeouts, dropped connections, 429, 5xx), its questions fail with that reason instead: asking
-a failing server the same questions one by one would only multiply the load. The verdict cache
-holds one entry per question under the key a single question has, so an answer given in a batch
-is reused by a single ask and the other way round. A batch's calls and tokens are shared among
-its questions (calls to the first, tokens evenly), so the phase totals stay exact. A judge whose
-replies to two requests of several questions held no answer of the reply's shape for any of them
-(a weak model that answers as if asked one question) is asked one question per request for the
-rest of the run; answers of the right shape that memctl's checks turn down do not count.
+Questions with an `item` may share one request (up to `questions_per_call`, one kind, shared
+value and group per request, halved until it fits the context window). Each entry of the reply is
+checked as a single reply is; a bad entry is asked again alone, unless the request itself failed
+(an outage), where asking one by one would only multiply the load. Cache entries are per question,
+so batched and single answers are interchangeable.
 """
 
 from __future__ import annotations
@@ -65,18 +41,14 @@ class Question:
     kind: str
     inputs: Any
     ask: Callable[[], JudgeResult]
-    #: what the judge is shown for this question when asked with others in one request
-    #: (`memctl.llm.questions.question_data`); None: it is always asked alone
+    #: what the judge is shown when asked with others in one request; None: always asked alone
     item: Any = None
     #: what the request shares besides the prompt (the consolidation prompt's reference date)
     shared: Optional[str] = None
-    #: questions share a request only within one group. Consolidation sets its partition (one
-    #: audience): a model that mixes up its items must never write one partition's facts into
-    #: another's merged note. A verdict (contradiction, absorption) writes no note text; its
-    #: reason goes only to Comments and review rows, which the operator reads.
+    #: questions share a request only within one group. Consolidation sets its partition, so a
+    #: model that mixes up items never writes one partition's facts into another's merged note.
     group: Optional[str] = None
-    #: why this question's raw reply text cannot be used (e.g. it names notes outside the
-    #: question), or None; applied to a single reply's text and to a batched answer's own entry
+    #: why this question's raw reply text (or batched entry) cannot be used, or None
     vet: Optional[Callable[[Optional[str]], Optional[str]]] = None
 
 
@@ -92,10 +64,9 @@ class Answer:
     calls: int = 0
     #: how many questions shared the request that answered this one (0: asked alone)
     batch: int = 0
-    #: a reply arrived but cannot be used (not the schema, cut off, a copy, invalid by the
-    #: phase's checks): the question is paused, and it is no outage
+    #: a reply arrived but cannot be used: the question is paused, and it is no outage
     unusable: bool = False
-    #: the question was not asked: an earlier reply to it was unusable and its pause has not ended
+    #: not asked: paused after an earlier unusable reply
     paused: Optional[Pause] = None
 
 
@@ -111,9 +82,9 @@ class AskStats:
     paused: int = 0
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
-    #: the LLM client's counters over these questions: llmRetries, llmTimeouts, llmFormatFallbacks, ...
+    #: the LLM client's counters over these questions (llmRetries, llmTimeouts, ...)
     client: dict[str, int] = field(default_factory=dict)
-    #: when the paused questions (paused now or before) are asked again: time -> how many
+    #: when paused questions are asked again: time -> how many
     ask_again: dict[datetime, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
@@ -128,18 +99,15 @@ class AskStats:
         self.ask_again[pause.ask_again_at] = self.ask_again.get(pause.ask_again_at, 0) + 1
 
 
-#: a phase whose every question got an unusable reply fails once it asked at least this many:
-#: one or two garbled replies say little about the model, five in a row say it is not answering
+#: a phase whose every question got an unusable reply fails once it asked at least this many
 UNUSABLE_FAILS = 5
 
 
 def no_usable_answer(asked: int, failed: int, unusable: int) -> Optional[str]:
-    """Return why a phase that asked `asked` questions must fail, or None (DESIGN 4).
+    """Return why a phase must fail, or None (DESIGN 4): only when no question got a usable answer.
 
-    Only when no question got a usable answer: "unreachable" when no reply arrived at all
-    (every call a transport error, timeout or HTTP error after its retries), "unusable" when
-    replies arrived and at least `UNUSABLE_FAILS` questions were asked. A few unusable replies
-    leave their units as they are and the run goes on.
+    "unreachable" when no reply arrived at all, "unusable" when replies arrived and at least
+    `UNUSABLE_FAILS` questions were asked.
     """
     if not asked or failed < asked:
         return None
@@ -181,14 +149,12 @@ CLIENT_COUNTERS = {
 }
 
 
-#: step output keys that are levels, not counts: a phase that asks several times keeps the
-#: highest peak and the last end (`add_client_counters`)
+#: step output keys that are levels, not counts (see `add_client_counters`)
 CONCURRENCY_PEAK, CONCURRENCY_END = "llmConcurrencyPeak", "llmConcurrencyEnd"
 
 
 def add_client_counters(into: dict[str, int], counts: dict[str, int]) -> None:
-    """Add one asking's client counters (`AskStats.client`) to a phase's: counts add up, the
-    concurrency peak is the highest and its end the last."""
+    """Add one asking's client counters to a phase's: counts add up, peak is the max, end the last."""
     for key, value in counts.items():
         if key == CONCURRENCY_PEAK:
             into[key] = max(into.get(key, 0), value)
@@ -209,9 +175,7 @@ def client_counters(judge: Judge) -> dict[str, int]:
 def counters_since(judge: Judge, before: dict[str, int]) -> dict[str, int]:
     """Return the step-output counts of what the judge's client did since `before` was taken.
 
-    With them the concurrency reached meanwhile: `llmConcurrencyPeak`, the highest bound on
-    requests in flight, and `llmConcurrencyEnd`, the bound at the end (the pinned
-    `llm_concurrency`, or where `auto` settled; both lower after overload).
+    Includes `llmConcurrencyPeak` and `llmConcurrencyEnd`: the highest and final bound on requests in flight.
     """
     now = client_counters(judge)
     if not now:
@@ -253,7 +217,7 @@ def reply_check(judge: Judge, questions: Sequence[Question], valid: Check) -> Ch
 
 
 def _check(examples: Mapping[str, Any], valid: Check) -> Check:
-    """Return `reply_check`'s check over the prompts' `examples` by kind (thread-safe while `examples` only grows)."""
+    """Return `reply_check`'s check over `examples` by kind (thread-safe while `examples` only grows)."""
 
     def check(question: Question, reply: BaseModel) -> Optional[str]:
         return copied_example(examples[question.kind], reply.model_dump(mode="json"), question.inputs) or valid(question, reply)
@@ -297,10 +261,7 @@ def ask_all(
     valid: Check = lambda q, r: None,
     cacheable: Callable[[BaseModel], bool] = lambda r: True,
 ) -> tuple[list[Answer], AskStats]:
-    """Answer every question, in order; return the answers and what it cost.
-
-    A paused question is not asked: its answer has no reply and carries the pause.
-    """
+    """Answer every question, in order; return the answers (a paused one carries its pause) and the cost."""
     with Asking(ctx, judge, reply_model, valid, cacheable) as asking:
         asking.submit(questions)
         return asking.finish()
@@ -309,23 +270,13 @@ def ask_all(
 class Asking:
     """Questions sent as soon as they are known, while the caller goes on; answered by `finish()`.
 
-    `submit(questions)` sorts them out (cached, paused, to ask: `triage`) and hands their requests
-    to a pool of `llm_workers` threads, so the caller plans its next partition while they are in
-    flight (issue 25). `finish()` waits for the rest, asks again alone what a batch left
-    unanswered, caches and pauses (`_tally`), and returns every answer in submission order with
-    what it cost. A request only ever holds questions of one `submit` (`_jobs` runs over each
-    submission on its own), so submitting a partition at a time makes the same requests as
-    submitting them all at once: questions of two groups never share one anyway. Which thread
-    answers what, and when, changes nothing in the answers, their order or the counts.
-
-    Submissions are sorted out together, in one read of the cache and pauses, while nothing
-    would be gained by sending them at once: while every thread has a request waiting already,
-    and while the last ones sent were all answered without a request (a warm cache), up to
-    `HOLD_AT_MOST` questions. A submission that would keep a thread busy goes out at once.
-
-    `eager=False` holds the questions until `finish()` (a judge that makes no calls: nothing to
-    overlap). Use it as a context manager: leaving it early abandons the requests in flight and,
-    on RunStopped, caches what was answered, as `finish()` does when the run stops there.
+    `submit` triages questions and hands their requests to `llm_workers` threads, so the caller can
+    plan its next partition meanwhile. A request only holds questions of one submission, so
+    submitting piecewise makes the same requests as submitting all at once. Submissions are held
+    (up to `HOLD_AT_MOST`) and triaged in one read while sending them would gain nothing: every
+    thread is busy, or the last ones needed no request. `eager=False` holds everything until
+    `finish()`. As a context manager, leaving early abandons requests in flight and, on RunStopped,
+    caches what was answered.
     """
 
     def __init__(
@@ -351,7 +302,7 @@ class Asking:
         self.jobs: list[list[int]] = []
         self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
         self.pool = Pool(ctx.settings.llm_workers)  # threads: the most requests that may be in flight
-        self.sent: dict[int, Any] = {}  # pool job -> its batch (a list of indices) or the index asked again alone
+        self.sent: dict[int, Any] = {}  # pool job -> its batch (indices) or the index asked again alone
         self.answered = 0
         self.reporting = False
         self.closed = False
@@ -377,11 +328,7 @@ class Asking:
         self._collect(self.pool.ready())
 
     def flush(self) -> None:
-        """Send what is held now, and take the answers that came (a batch's leftovers then go out alone).
-
-        For a caller that has no more questions for a while: holding them for one read of the cache
-        would only keep them from the threads.
-        """
+        """Send what is held now and take the answers that came (for a caller with no more questions yet)."""
         if self.held and self.eager:
             self._send()
         self._collect(self.pool.ready())
@@ -465,8 +412,7 @@ class Asking:
                 by_item[number].append(entry)
         misnumbered = _misnumbered(by_item, len(indices))
         if misnumbered:
-            # answers numbered from 0, or shifted past a skipped one, would land on the wrong
-            # question: none of them is used, every question is asked again alone
+            # misnumbered answers could land on the wrong question: ask every question again alone
             why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
             return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
                     for i, (usage, calls) in zip(indices, shares, strict=True)]  # fmt: skip
@@ -477,15 +423,14 @@ class Asking:
             answer.error = _entry_problem(questions[i], found, self.reply_model, self.check, answer)
             understood = understood or _one_answer(found, self.reply_model)
             out.append((i, answer, answer.error is not None))
-        # A request is refused when no question got one answer of the reply's shape. Answers that
-        # memctl's checks turn down (a synthesis that states its fact twice...) show a judge that
-        # answers batches: counting them would ask every later question alone, ten times the calls.
+        # Refused only when no question got one answer of the reply's shape: answers that memctl's
+        # checks turn down still show a judge that answers batches.
         if not result.outage and not understood and all(again for _, _, again in out):
             _refused(judge)
         return out
 
     def _collect(self, results: Sequence[tuple[int, Any]]) -> None:
-        """Take finished jobs' answers (in the caller's thread); send the questions a batch left unanswered alone."""
+        """Take finished jobs' answers (in the caller's thread); send what a batch left unanswered alone."""
         for job, value in results:
             what = self.sent.pop(job)
             if isinstance(what, list):
@@ -538,8 +483,7 @@ class Asking:
         if self.reporting:
             self.ctx.reporter.finish()
         if stopped:
-            # Keep what was answered before the stop, so the next run does not ask it again; a
-            # failure to do so must not hide why the run stopped.
+            # keep what was answered for the next run; a failure here must not hide why the run stopped
             try:
                 answered = [i for i in self.sorted_out.fresh if self.answers[i] is not None]
                 _tally(self.ctx, self.judge, self.questions, answered, self.answers, self.cacheable, self.sorted_out, self.stats)
@@ -551,7 +495,7 @@ def _tally(
     ctx: PhaseContext, judge: Judge, questions: Sequence[Question], asked: Sequence[int], answers: Sequence[Optional[Answer]],
     cacheable: Callable[[BaseModel], bool], sorted_out: Triage, stats: AskStats,
 ) -> None:
-    """Count what the questions at `asked` cost, cache their valid, cacheable answers, pause those answered unusably."""
+    """Count what the questions at `asked` cost, cache their cacheable answers, pause the unusable ones."""
     new_entries, unusable, usable = [], [], []
     for i in asked:
         answer = answers[i]
@@ -577,9 +521,8 @@ def _tally(
     pauses.clear(key for key in usable if key in sorted_out.pauses)
 
 
-#: a judge that answered this many requests of several questions with no usable answer at all
-#: (a weak model that replies as if asked one question: SmolLM2-135M did) is asked one question
-#: per request for the rest of the run
+#: a judge that answered this many batched requests with no answer of the reply's shape (a weak
+#: model that replies as if asked one question) is asked one question per request for the rest of the run
 REFUSALS_BEFORE_ALONE = 2
 
 
@@ -598,9 +541,8 @@ _ITEM_TEXT = re.compile(r"[0-9]{1,4}")
 def _misnumbered(by_item: dict[int, list[Any]], n: int) -> Optional[str]:
     """Return how a batched reply's item numbers show it may be off by some, or None.
 
-    A number outside 1..n (answers counted from 0), or missing numbers all at the end (answers
-    renumbered by position after a skipped one), makes every answer suspect. A gap in the middle,
-    with the numbers around it in place, leaves only that question unanswered.
+    A number outside 1..n, or missing numbers all at the end (renumbered after a skipped one), makes
+    every answer suspect; a gap in the middle leaves only that question unanswered.
     """
     numbers = sorted(by_item)
     if any(k < 1 or k > n for k in numbers):
@@ -638,7 +580,7 @@ def _fitting(chunk: list[int], kind: str, shared: Optional[str], questions: Sequ
 
 
 def _shares(result: JudgeResult, n: int) -> list[tuple[Usage, int]]:
-    """Split one request's tokens evenly among its `n` questions (the remainder and the calls to the first)."""
+    """Split one request's tokens evenly among `n` questions (the remainder and the calls go to the first)."""
     prompt, completion = result.usage.prompt_tokens, result.usage.completion_tokens
     return [
         (Usage(prompt // n + (prompt % n if k == 0 else 0), completion // n + (completion % n if k == 0 else 0)), result.calls if k == 0 else 0)
@@ -658,7 +600,7 @@ def _one_answer(found: list[Any], reply_model: type[BaseModel]) -> bool:
 
 
 def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseModel], valid: Check, answer: Answer) -> Optional[str]:
-    """Check one question's entry of a batched reply as a single reply is checked; set `answer.reply` when it passes."""
+    """Check one entry of a batched reply as a single reply is; set `answer.reply` when it passes."""
     if not found:
         return "no answer for this question in the reply to several questions"
     if len(found) > 1:

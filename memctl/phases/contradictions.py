@@ -47,7 +47,7 @@ from memctl.llm.base import Judge
 from memctl.llm.copies import ids_outside
 from memctl.llm.questions import pair_data
 from memctl.llm.replies import ContradictionReply
-from memctl.phases.asking import Answer, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
+from memctl.phases.asking import Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.protection import refusal
@@ -55,7 +55,7 @@ from memctl.phases.notes import by_partition, is_new, load_notes, note_guard, re
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
-from memctl.plan import Mutation, PhasePlan, Unit
+from memctl.plan import Mutation, PhasePlan, StepResult, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
 from memctl.similarity import pairs
@@ -192,27 +192,8 @@ class ContradictionPhase:
 
     def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
         settings = ctx.settings
-        snapshot, ctx.services.snapshot = ctx.services.snapshot, None
-        if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
-            slices, lazy = [ctx], not snapshot.with_vectors
-        else:  # a large scope is read agent by agent (memctl/phases/slices.py)
-            slices = agent_slices(ctx)
-            lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
-        under_review: Optional[set[tuple[str, str]]] = None
-        found = _Found()
-        for part_ctx in slices:
-            if snapshot is not None:
-                notes = refreshed(ctx, overlay, snapshot)
-            else:
-                notes = load_notes(part_ctx, overlay, vectors=not lazy)
-            found.notes += len(notes)
-            groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
-            del notes  # a slice's notes are kept only as far as its candidate pairs hold them
-            if groups and under_review is None:
-                under_review = _reviewed_pairs(ctx)
-            self._pairs(part_ctx, overlay, marks, groups, under_review or set(), lazy, found)
-            between_slices(slices)
-        candidates, partition_of, unsettled, mark_of = found.candidates, found.partition_of, found.unsettled, found.mark_of
+        found, slices = self._find(ctx, overlay, marks)
+        candidates, partition_of = found.candidates, found.partition_of
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         plan.input = {
             "notes": found.notes,
@@ -262,58 +243,27 @@ class ContradictionPhase:
         tally = Tally()
         plan.units = self._units(ctx, [(candidates[i], answered[i]) for i in sorted(answered)], tally, model)
         if marks is not None:
-            # settled: every candidate pair answered by a valid verdict, and nothing to change
-            touched = {mu.record_id for unit in plan.units for mu in unit.mutations}
-            for i, key in enumerate(partition_of):
-                answer = answered.get(i)
-                if answer is None or answer.reply is None or touched & set(candidates[i].ids) or tally.distrusted:
-                    unsettled.add(key)
-            marks.record([mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
+            _record_settled(marks, found, candidates, partition_of, answered, plan.units, tally)
         failures = [a.error for a in answers if a.reply is None and a.paused is None]
-        plan.output = {
-            "pairsAnalysed": len(chosen) - stats.failed - stats.paused,
-            "cached": stats.cached,
-            "questionsAsked": stats.asked,
-            "llmCalls": stats.calls,
-            "tokens": stats.usage.total,
-            "promptTokens": stats.usage.prompt_tokens,
-            "completionTokens": stats.usage.completion_tokens,
-            "contradictionsFound": tally.found,
-            "contradictionsResolved": tally.resolved,
-            "contradictionsFlagged": tally.flagged,
-            "lowConfidence": tally.low_confidence,
-            "skippedNoteAlreadyRevoked": tally.skipped_revoked,
-            "duplicatesNotContradictions": tally.duplicates,
-            "verdictsVetoed": tally.vetoed,
-            "verdictsUnproven": tally.unproven,
-            "verdictsDistrusted": tally.distrusted,
-            "failedReplies": stats.failed,
-            "unusableReplies": stats.unusable,
-            "questionsPaused": stats.paused,
-            "pairsLeftForNextRun": left,
-            **stats.client,
-        }
+        result = ContradictionsResult(
+            pairs_analysed=len(chosen) - stats.failed - stats.paused, cached=stats.cached, questions_asked=stats.asked,
+            llm_calls=stats.calls, tokens=stats.usage.total, prompt_tokens=stats.usage.prompt_tokens,
+            completion_tokens=stats.usage.completion_tokens, contradictions_found=tally.found,
+            contradictions_resolved=tally.resolved, contradictions_flagged=tally.flagged, low_confidence=tally.low_confidence,
+            skipped_note_already_revoked=tally.skipped_revoked, duplicates_not_contradictions=tally.duplicates,
+            verdicts_vetoed=tally.vetoed, verdicts_unproven=tally.unproven, verdicts_distrusted=tally.distrusted,
+            failed_replies=stats.failed, unusable_replies=stats.unusable, questions_paused=stats.paused, pairs_left_for_next_run=left,
+        )
+        plan.output = {**result.as_output(), **stats.client}
         if stats.ask_again:
             plan.output["askAgainAt"] = ask_again_output(stats.ask_again)
         if failures:
             plan.output["failures"] = [f for f in failures[:20] if f]
-        unreached = stats.failed - stats.unusable
-        plan.message = (
-            f"{plural(len(chosen) - stats.failed - stats.paused, 'pair')} judged ({stats.cached} cached, {stats.asked} asked), "
-            f"{plural(tally.found, 'contradiction')}: {tally.resolved} resolved, {tally.flagged} flagged for review"
-            + (f"; {stats.unusable} unusable {'reply' if stats.unusable == 1 else 'replies'}" if stats.unusable else "")
-            + (f"; {plural(unreached, 'failed call')}" if unreached else "")
-            + (f"; {stats.paused} paused after unusable replies" if stats.paused else "")
-            + (f" (asked again: {ask_again_text(plan.output['askAgainAt'])})" if stats.ask_again else "")
-            + (f"; {left} left for the next run (max {plan.input['maxPairs']} asked per run)" if left else "")
-            + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
-            + (f"; {plural(tally.unproven, 'verdict')} not applied: the quotes do not show one subject" if tally.unproven else "")
-            + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
-        )
         if tally.distrust_reason:
             plan.output["distrustReason"] = tally.distrust_reason
         if tally.veto_reasons:
             plan.output["vetoReasons"] = tally.veto_reasons[:10]
+        plan.message = _message(result, stats, tally, plan.input["maxPairs"])
         failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
         if failed == "unreachable":
             # no reply arrived at all: broken configuration or server, an operator must know
@@ -323,6 +273,27 @@ class ContradictionPhase:
             plan.outcome = "failed"
             plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
         return plan
+
+    def _find(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> tuple["_Found", list[PhaseContext]]:
+        """Read the scope's notes (consolidate's snapshot, or slice by slice) and find the candidate pairs."""
+        snapshot, ctx.services.snapshot = ctx.services.snapshot, None
+        if snapshot is not None:  # this run's consolidate phase read the store (and applied its units)
+            slices, lazy = [ctx], not snapshot.with_vectors
+        else:  # a large scope is read agent by agent (memctl/phases/slices.py)
+            slices = agent_slices(ctx)
+            lazy = marks is not None and marks.mostly_settled()  # then read vectors only for the partitions paired
+        under_review: Optional[set[tuple[str, str]]] = None
+        found = _Found()
+        for part_ctx in slices:
+            notes = refreshed(ctx, overlay, snapshot) if snapshot is not None else load_notes(part_ctx, overlay, vectors=not lazy)
+            found.notes += len(notes)
+            groups = {key: members for key, members in by_partition(notes).items() if len(members) >= 2}
+            del notes  # a slice's notes are kept only as far as its candidate pairs hold them
+            if groups and under_review is None:
+                under_review = _reviewed_pairs(ctx)
+            self._pairs(part_ctx, overlay, marks, groups, under_review or set(), lazy, found)
+            between_slices(slices)
+        return found, slices
 
     @staticmethod
     def _pairs(
@@ -360,7 +331,7 @@ class ContradictionPhase:
                 a, b = partition.notes[i], partition.notes[j]
                 if a.id in overlay.created_by_run and b.id in overlay.created_by_run and authority(a, b) is None:
                     # two notes this run created that the rule cannot settle: a flag would only
-                    # repeat a conflict of their sources; settleable pairs are judged (issue 13)
+                    # repeat a conflict of their sources; settleable pairs are judged
                     found.skipped_created += 1
                     unsettled.add(key)
                 elif _ordered(a.id, b.id) in under_review:
@@ -565,26 +536,68 @@ def _thresholds_text(thresholds: dict[str, float]) -> str:
     return ", ".join(f"{value:g} ({model})" for model, value in thresholds.items())
 
 
+def _record_settled(
+    marks: SettledMarks, found: "_Found", candidates: Sequence[Any], partition_of: Sequence[PartitionKey],
+    answered: dict[int, Answer], units: Sequence[Unit], tally: Tally,
+) -> None:
+    """Record as settled the partitions whose every candidate pair got a valid verdict and changes nothing."""
+    touched = {mu.record_id for unit in units for mu in unit.mutations}
+    unsettled = found.unsettled
+    for i, key in enumerate(partition_of):
+        answer = answered.get(i)
+        if answer is None or answer.reply is None or touched & set(candidates[i].ids) or tally.distrusted:
+            unsettled.add(key)
+    marks.record([found.mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
+
+
 def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
     plan.outcome = "no items"
     plan.message = message
-    plan.output = {
-        "pairsAnalysed": 0,
-        "cached": 0,
-        "llmCalls": 0,
-        "tokens": 0,
-        "promptTokens": 0,
-        "completionTokens": 0,
-        "contradictionsFound": 0,
-        "contradictionsResolved": 0,
-        "contradictionsFlagged": 0,
-        "lowConfidence": 0,
-        "failedReplies": 0,
-        "unusableReplies": 0,
-        "questionsPaused": 0,
-        "pairsLeftForNextRun": 0,
-    }
+    plan.output = ContradictionsResult().as_output()
     return plan
+
+
+@dataclass
+class ContradictionsResult(StepResult):
+    """The contradictions step's counts."""
+
+    pairs_analysed: int = 0
+    cached: int = 0
+    questions_asked: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    contradictions_found: int = 0
+    contradictions_resolved: int = 0
+    contradictions_flagged: int = 0
+    low_confidence: int = 0
+    skipped_note_already_revoked: int = 0
+    duplicates_not_contradictions: int = 0
+    verdicts_vetoed: int = 0
+    verdicts_unproven: int = 0
+    verdicts_distrusted: int = 0
+    failed_replies: int = 0
+    unusable_replies: int = 0
+    questions_paused: int = 0
+    pairs_left_for_next_run: int = 0
+
+
+def _message(result: ContradictionsResult, stats: AskStats, tally: Tally, max_pairs: int) -> str:
+    """Return the phase's one-line summary."""
+    unreached = stats.failed - stats.unusable
+    return (
+        f"{plural(result.pairs_analysed, 'pair')} judged ({stats.cached} cached, {stats.asked} asked), "
+        f"{plural(tally.found, 'contradiction')}: {tally.resolved} resolved, {tally.flagged} flagged for review"
+        + (f"; {stats.unusable} unusable {'reply' if stats.unusable == 1 else 'replies'}" if stats.unusable else "")
+        + (f"; {plural(unreached, 'failed call')}" if unreached else "")
+        + (f"; {stats.paused} paused after unusable replies" if stats.paused else "")
+        + (f" (asked again: {ask_again_text(ask_again_output(stats.ask_again))})" if stats.ask_again else "")
+        + (f"; {result.pairs_left_for_next_run} left for the next run (max {max_pairs} asked per run)" if result.pairs_left_for_next_run else "")
+        + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
+        + (f"; {plural(tally.unproven, 'verdict')} not applied: the quotes do not show one subject" if tally.unproven else "")
+        + (f"; NOT APPLIED: {tally.distrust_reason}" if tally.distrust_reason else "")
+    )
 
 
 def pair_budget(ctx: PhaseContext, judge: Judge) -> int:

@@ -127,37 +127,71 @@ class _Place:
 
 @lru_cache(maxsize=262144)
 def compare(a: Sentence, b: Sentence) -> Decision:
-    """Return what sentence `b` is to sentence `a` (see memctl.text.decide's docstring)."""
-    pair = (a.text, b.text)
+    """Return what sentence `b` is to sentence `a` (see memctl.text.decide's docstring).
+
+    In order: which subject each sentence is about (hard evidence, names, position), a negation,
+    exclusive values and the English attribute patterns, roles swapped, then one template's values.
+    """
     if not a.words or not b.words:
-        return Decision(COMPLEMENTARY, "a sentence with no words", sentences=pair)
+        return Decision(COMPLEMENTARY, "a sentence with no words", sentences=(a.text, b.text))
     if a.signed == b.signed:
-        return Decision(SAME, "the same words", template=True, sentences=pair)
+        return Decision(SAME, "the same words", template=True, sentences=(a.text, b.text))
+    p = _pair(a, b)
+    return _subjects(p) or _negation(p) or _exclusive(p) or _roles(p) or _values(p)
+
+
+@dataclass
+class _Pair:
+    """Two sentences aligned word by word, with what every step of `compare` reads."""
+
+    a: Sentence
+    b: Sentence
+    x: Sequence[str]
+    y: Sequence[str]
+    pair: tuple[str, str]
+    spaceless: bool
+    template: bool
+    hedged: bool
+    rule: Optional[english.Conflict]
+    diff: "_Diff"
+    hard_a: list[str]
+    hard_b: list[str]
+
+    @property
+    def places(self) -> list[_Place]:
+        return self.diff.places
+
+
+def _pair(a: Sentence, b: Sentence) -> _Pair:
     x, y = a.words, b.words
-    spaceless = a.spaceless or b.spaceless
     matcher = SequenceMatcher(a=x, b=y, autojunk=False)
-    blocks = matcher.get_matching_blocks()
-    common = sum(block.size for block in blocks)
-    template = common >= TEMPLATE_MIN_WORDS and common >= TEMPLATE_SHARE * max(len(x), len(y))
+    common = sum(block.size for block in matcher.get_matching_blocks())
     hedged = a.hedged or b.hedged
-
-    # the English rules read the sentence as a whole (their attribute names and values)
-    rule = english.find_conflict([a], [b]) if not hedged else None
-
-    # --- hard evidence and names: which subject each sentence is about
-    diff = _places(matcher, x, y, a, b)
-    places, added, sides = diff.places, diff.added, diff.sides
     hard_a, hard_b = _hard_difference(a, b)
+    return _Pair(
+        a, b, x, y, (a.text, b.text), a.spaceless or b.spaceless,
+        template=common >= TEMPLATE_MIN_WORDS and common >= TEMPLATE_SHARE * max(len(x), len(y)),
+        hedged=hedged,
+        rule=english.find_conflict([a], [b]) if not hedged else None,  # the English rules read the sentence as a whole
+        diff=_places(matcher, x, y, a, b), hard_a=hard_a, hard_b=hard_b,
+    )
+
+
+def _subjects(p: _Pair) -> Optional[Decision]:
+    """Hard evidence and names: different subjects, or a number or ID only a person may settle."""
+    a, b, x, y, diff, rule, template, pair = p.a, p.b, p.x, p.y, p.diff, p.rule, p.template, p.pair
+    places, hard_a, hard_b = diff.places, p.hard_a, p.hard_b
     differing = places + diff.additions
-    hard_places = [p for p in differing if (set(p.left) | set(p.right)) & (a.hard | b.hard) or _next_to_hard(p, x, y, a, b)]
-    if template and rule is None and any(_in_subject(p, x, y, a, b, "hard") for p in hard_places):
-        shown = hard_a or hard_b or sorted({w for p in hard_places for w in p.left + p.right})
+    hard_places = [q for q in differing if (set(q.left) | set(q.right)) & (a.hard | b.hard) or _next_to_hard(q, x, y, a, b)]
+    if template and rule is None and any(_in_subject(q, x, y, a, b, "hard") for q in hard_places):
+        shown = hard_a or hard_b or sorted({w for q in hard_places for w in q.left + q.right})
         return Decision(DIFFERENT, f"different subjects: {', '.join(hard_a or shown)} / {', '.join(hard_b or shown)}",
                         evidence="hard", template=True, sentences=pair)
-    only_hard = all(set(p.left + p.right) <= a.hard | b.hard or _next_to_hard(p, x, y, a, b) for p in diff.additions)
-    amended = not places and diff.additions and all(_next_to_hard(p, x, y, a, b) for p in diff.additions)
+    only_hard = all(set(q.left + q.right) <= a.hard | b.hard or _next_to_hard(q, x, y, a, b) for q in diff.additions)
+    amended = not places and diff.additions and all(_next_to_hard(q, x, y, a, b) for q in diff.additions)
     if template and ((hard_a and hard_b) or amended) and (rule is not None or (len(places) == 1 and only_hard) or amended):
-        hard_a, hard_b = hard_a or [lexicon.join(p.left) for p in diff.additions if p.left], hard_b or [lexicon.join(p.right) for p in diff.additions if p.right]
+        hard_a = hard_a or [lexicon.join(q.left) for q in diff.additions if q.left]
+        hard_b = hard_b or [lexicon.join(q.right) for q in diff.additions if q.right]
         va, vb = (rule.value_a, rule.value_b) if rule is not None else (", ".join(hard_a), ", ".join(hard_b))
         shown = rule.reason() if rule is not None else f'one template, different values: "{a.text}" / "{b.text}" ({va} / {vb})'
         return Decision(
@@ -172,19 +206,19 @@ def compare(a: Sentence, b: Sentence) -> Decision:
     names_a, names_b = a.names - b.capitals, b.names - a.capitals
     exclusive = lexicon.clash(a.raw, b.raw, True, True)
     if template and (names_a or names_b) and not (rule is not None and rule.kind == "competing_value") and not exclusive:
-        named = [p for p in differing if (set(p.left) | set(p.right) | _within(names_a | names_b, p.left + p.right)) & (names_a | names_b)]
+        named = [q for q in differing if (set(q.left) | set(q.right) | _within(names_a | names_b, q.left + q.right)) & (names_a | names_b)]
         single = len(places) == 1 and not diff.additions and named == places
         # a name that ends both sentences is a value even when something else changed ("lives in Lyon" / "moved to Bordeaux")
-        ending = all(_ends(p, x, y) for p in named)
-        if any(_in_subject(p, x, y, a, b, "name") for p in named) or (names_a and names_b and not single and not ending):
+        ending = all(_ends(q, x, y) for q in named)
+        if any(_in_subject(q, x, y, a, b, "name") for q in named) or (names_a and names_b and not single and not ending):
             return Decision(DIFFERENT, f"different subjects: {', '.join(sorted(names_a))} / {', '.join(sorted(names_b))}",
                             evidence="name", template=True, sentences=pair)
     # words on both sides only ("from sales" / "from the legal department") differ like a replaced place
-    both = diff.additions if len(sides) == 2 else []
-    subject = next((p for p in places + both if _in_subject(p, x, y, a, b, "plain")), None) or next(
-        (p for p in diff.inflected if _in_subject(p, x, y, a, b, "inflected")), None)
+    both = diff.additions if len(diff.sides) == 2 else []
+    subject = next((q for q in places + both if _in_subject(q, x, y, a, b, "plain")), None) or next(
+        (q for q in diff.inflected if _in_subject(q, x, y, a, b, "inflected")), None)
     if template and subject is not None and rule is None and not exclusive:
-        return Decision(DIFFERENT, f"different subjects: {_joined(subject.left, spaceless)} / {_joined(subject.right, spaceless)}",
+        return Decision(DIFFERENT, f"different subjects: {_joined(subject.left, p.spaceless)} / {_joined(subject.right, p.spaceless)}",
                         evidence="position", template=True, sentences=pair)
     related = bool(set(_content_index(x, len(x))) & set(_content_index(y, len(y))) - a.hard - b.hard)
     if not template and rule is None and related:
@@ -197,62 +231,80 @@ def compare(a: Sentence, b: Sentence) -> Decision:
     if (not template and a.opener and b.opener and a.opener != b.opener and rule is None
             and a.opener not in b.words and b.opener not in a.words):
         return Decision(DIFFERENT, f"different subjects: {a.opener} / {b.opener}", evidence="opener", sentences=pair)
+    return None
 
-    # --- negation
-    if (a.negations == 0) != (b.negations == 0):
-        if hedged:
-            return Decision(COMPLEMENTARY, "a hedged statement and a denial", template=template, sentences=pair)
-        # the same words but for the negation; the denying side may add words ("no longer ...
-        # anymore", "keine Berichte mehr"), the affirming side may not (it would be narrower)
-        denying = "a" if a.negations else "b"
-        # in Japanese the verb ending changes around the negation ("受け取っている" / "受け取らなくなった"): hiragana aside
-        kana_free = [p for p in places if not (_kana(p.left) and _kana(p.right))]
-        additions = [p for p in diff.additions if not _kana(p.left + p.right)]
-        sides = {"a" if p.left else "b" for p in additions}
-        extra = {w for p in additions for w in p.left + p.right} if not kana_free and sides <= {denying} else None
-        if x == y or (rule is not None and rule.kind == "negation") or (extra is not None and extra <= lexicon.NEGATION_COMPANIONS):
-            reason = rule.reason() if rule is not None else f'Negation of the same statement: "{a.text}" vs "{b.text}".'
-            return Decision(CONFLICT, f"conflicting values: {reason}", kind="negation", slot="statement", values=pair, certain=True,
-                            evidence="rule", template=True, confidence=english.NEGATION_CONFIDENCE, sentences=pair)
-        unsure = _unsure(a, b, denying=a if a.negations else b)
-        if unsure is not None:  # "wants push notifications for every message" / "no longer wants push notifications"
-            return replace(unsure, kind="negation")
-        return Decision(COMPLEMENTARY, "a denial of something else", template=template, sentences=pair)
-    # --- exclusive values, then the English attribute patterns
-    single = a.single or b.single
-    multi = (a.multi or b.multi) and not single
-    clash = lexicon.clash(a.raw, b.raw, a.single, b.single) if not hedged and not multi else None
-    if clash is not None and _another_place(places, clash[1:]):
+
+def _negation(p: _Pair) -> Optional[Decision]:
+    """One sentence denies and the other does not: a negation of the same statement, or of something else."""
+    a, b, rule, pair = p.a, p.b, p.rule, p.pair
+    if (a.negations == 0) == (b.negations == 0):
+        return None
+    if p.hedged:
+        return Decision(COMPLEMENTARY, "a hedged statement and a denial", template=p.template, sentences=pair)
+    # the same words but for the negation; the denying side may add words ("no longer ...
+    # anymore", "keine Berichte mehr"), the affirming side may not (it would be narrower)
+    denying = "a" if a.negations else "b"
+    # in Japanese the verb ending changes around the negation ("受け取っている" / "受け取らなくなった"): hiragana aside
+    kana_free = [q for q in p.places if not (_kana(q.left) and _kana(q.right))]
+    additions = [q for q in p.diff.additions if not _kana(q.left + q.right)]
+    sides = {"a" if q.left else "b" for q in additions}
+    extra = {w for q in additions for w in q.left + q.right} if not kana_free and sides <= {denying} else None
+    if p.x == p.y or (rule is not None and rule.kind == "negation") or (extra is not None and extra <= lexicon.NEGATION_COMPANIONS):
+        reason = rule.reason() if rule is not None else f'Negation of the same statement: "{a.text}" vs "{b.text}".'
+        return Decision(CONFLICT, f"conflicting values: {reason}", kind="negation", slot="statement", values=pair, certain=True,
+                        evidence="rule", template=True, confidence=english.NEGATION_CONFIDENCE, sentences=pair)
+    unsure = _unsure(a, b, denying=a if a.negations else b)
+    if unsure is not None:  # "wants push notifications for every message" / "no longer wants push notifications"
+        return replace(unsure, kind="negation")
+    return Decision(COMPLEMENTARY, "a denial of something else", template=p.template, sentences=pair)
+
+
+def _exclusive(p: _Pair) -> Optional[Decision]:
+    """Exclusive values (the lexicon's single-valued attributes), then the English attribute patterns."""
+    a, b, rule, pair = p.a, p.b, p.rule, p.pair
+    multi = (a.multi or b.multi) and not (a.single or b.single)
+    clash = lexicon.clash(a.raw, b.raw, a.single, b.single) if not p.hedged and not multi else None
+    if clash is not None and _another_place(p.places, clash[1:]):
         clash = None  # a second slot differs too ("email for invoices" / "phone calls for support")
     if rule is not None and (clash is None or rule.attribute != "preference"):
         return Decision(CONFLICT, f"conflicting values: {rule.reason()}", kind=rule.kind, slot=rule.attribute,
-                        values=(rule.value_a, rule.value_b), certain=True, evidence="rule", template=template,
+                        values=(rule.value_a, rule.value_b), certain=True, evidence="rule", template=p.template,
                         confidence=rule.confidence, sentences=pair)
     if clash is not None:
         attribute, va, vb = clash
         reason = f'Competing values for the single-valued attribute "{attribute}": "{va}" vs "{vb}" ("{a.text}" / "{b.text}").'
         return Decision(CONFLICT, f"conflicting values: {reason}", kind="competing_value", slot=attribute, values=(va, vb),
-                        certain=True, evidence="rule", template=template, confidence=CERTAIN_CONFIDENCE, sentences=pair)
+                        certain=True, evidence="rule", template=p.template, confidence=CERTAIN_CONFIDENCE, sentences=pair)
+    return None
 
-    # --- roles swapped: the same words in another order, no clause moved whole
-    free_a, free_b = _free(a), _free(b)
-    xs, ys = [w for w in x if w not in free_a], [w for w in y if w not in free_b]
+
+def _roles(p: _Pair) -> Optional[Decision]:
+    """Roles swapped: the same words in another order, no clause moved whole."""
+    free_a, free_b = _free(p.a), _free(p.b)
+    xs, ys = [w for w in p.x if w not in free_a], [w for w in p.y if w not in free_b]
     swapped = SequenceMatcher(a=xs, b=ys, autojunk=False).get_matching_blocks() if xs and sorted(xs) == sorted(ys) and xs != ys else None
     if swapped and (max(block.size for block in swapped) <= len(xs) / 2 or (xs[0] == ys[-1] and xs[-1] == ys[0] != xs[0])):
-        return Decision(CONFLICT, f'one template, different values: "{a.text}" / "{b.text}" (the same words in another order)',
-                        kind="competing_value", slot="roles", values=(" ".join(x), " ".join(y)), evidence="template",
-                        template=True, confidence=UNCERTAIN_CONFIDENCE, sentences=pair)
+        return Decision(CONFLICT, f'one template, different values: "{p.a.text}" / "{p.b.text}" (the same words in another order)',
+                        kind="competing_value", slot="roles", values=(" ".join(p.x), " ".join(p.y)), evidence="template",
+                        template=True, confidence=UNCERTAIN_CONFIDENCE, sentences=p.pair)
+    return None
 
-    if not template:
+
+def _values(p: _Pair) -> Decision:
+    """One template: the same fact, one adding to the other, or one place with two values."""
+    a, b, pair, spaceless, added = p.a, p.b, p.pair, p.spaceless, p.diff.added
+    if not p.template:
         return _unsure(a, b) or Decision(COMPLEMENTARY, "different statements", sentences=pair)
-    if not places and len(sides) < 2:
+    if not p.places and len(p.diff.sides) < 2:
         if added:
             return Decision(ELABORATION, f'"{b.text}" and "{a.text}": one adds to the other', template=True, sentences=pair)
         return Decision(SAME, "the same fact in other words", template=True, sentences=pair)
-    if hedged:
+    if p.hedged:
         return Decision(COMPLEMENTARY, "a hedged statement", template=True, sentences=pair)
-    if len(places) == 1:
-        place = places[0]
+    single = a.single or b.single
+    multi = (a.multi or b.multi) and not single
+    if len(p.places) == 1:
+        place = p.places[0]
         va, vb = _joined(place.left, spaceless), _joined(place.right, spaceless)
         shown = f'one template, different values: "{a.text}" / "{b.text}" ({va} / {vb})'
         # two phrases with no word in common name two attributes ("dark mode" / "short answers"); characters are not words

@@ -51,7 +51,7 @@ _NEGATED_PRONOUNS = {"nobody": "someone", "nothing": "something", "none": None}
 
 
 def expand_contractions(text: str) -> str:
-    """Return `text` with English contractions written out ("doesn't" -> "does not") and possessive 's dropped."""
+    """Return `text` with English contractions expanded ("doesn't" -> "does not"), possessive 's dropped."""
     text = text.replace("\u2019", "'")
     if "'" not in text and "annot" not in text and "ANNOT" not in text:
         return text
@@ -62,7 +62,7 @@ def expand_contractions(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Fold a Latin-script plural or third-person ending, so "likes" / "like" and "cats" / "cat" compare equal."""
+    """Fold a Latin-script plural or third-person ending ("likes" / "like", "cats" / "cat" compare equal)."""
     if len(word) <= 3 or not _LATIN.match(word):
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -75,7 +75,7 @@ def stem(word: str) -> str:
 
 
 def verb_base(word: str) -> str:
-    """Fold an English -ing form onto its verb ("getting" -> "get", "sending" -> "send"); other words as they are."""
+    """Fold an English -ing form onto its verb ("getting" -> "get"); other words as they are."""
     if len(word) > 5 and word.endswith("ing") and _LATIN.match(word):
         base = word[:-3]
         return base[:-1] if base[-1] == base[-2] and base[-1] not in "aeiouls" else base
@@ -110,7 +110,8 @@ class Sentence:
     spaceless: bool = False
     #: written in a script without capitals (names cannot be seen)
     caseless: bool = False
-    #: the clause (between commas, semicolons, colons) each of `words` stands in, and the clauses holding a single-valued cue
+    #: the clause (between commas, semicolons, colons) each of `words` stands in, and the clauses
+    #: holding a single-valued cue
     word_clauses: tuple[int, ...] = ()
     single_clauses: frozenset[int] = frozenset()
     #: each of `words` stands inside parentheses or brackets ("Maria Lopez (sales)")
@@ -130,22 +131,22 @@ def _split(token: Token) -> list[str]:
 
 
 def body(text: str) -> str:
-    """Return a sentence without its "Label:" preamble: a label of label words ("Confirmed:", "Per the account team:",
-    "Noted again:") before a sentence of 3+ words; never "Ticket #4512:", "Budget:" or "Anna Weber:"."""
+    """Return a sentence without its "Label:" preamble: label words ("Confirmed:", "Per the account team:")
+    before a sentence of 3+ words; never "Ticket #4512:", "Budget:" or "Anna Weber:"."""
     match = _PREAMBLE.match(text)
     if not match:
         return text
     label = tokens(match.group(1))
-    # a date says when it was noted ("Said in passing on 2026-03-14:"); any other number or ID is what the note is about
+    # a date says when it was noted ("Said on 2026-03-14:"); any other number or ID is what the note is about
     if len(label) > 7 or any(t.hard and not _DATE.match(t.norm) for t in label) or len(tokens(text[match.end():])) < 3:
         return text
-    # only a label that says who noted it or how, never what the note is about ("Budget: 500 EUR", "Anna: prefers email")
+    # only a label saying who noted it or how, never what it is about ("Budget: 500 EUR", "Anna: ...")
     if all(lexicon.label_word(t.norm) or _DATE.match(t.norm) for t in label):
         return text[match.end():]
     return text
 
 
-#: what stands before a German common noun: articles, determiners, possessives, prepositions joined to an article
+#: what stands before a German common noun: articles, determiners, possessives, fused prepositions
 _GERMAN_DETERMINERS = frozenset("""der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner keines
     im am zum zur vom beim ins ans mein meine meinen meinem meiner sein seine seinen seinem seiner ihr ihre ihren ihrem ihrer
     unser unsere unseren unserem unserer dieser diese dieses diesem diesen jeder jede jedes jeden jedem alle allen""".split())
@@ -157,9 +158,8 @@ _GERMAN_ADJECTIVE_ENDING = re.compile(r"[^\W\d_]{2,}(?:e|en|er|es|em)$")
 def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
     """Return the positions of the capitalised words of a German sentence that are common nouns.
 
-    German capitalises every noun, so "Die Lieferung" is not a name. A noun is a title ("Frau") or
-    stands after an article, determiner, number or small-letter adjective; "Frau Lorenz", "der
-    Kunde Meier" keep their name. Other languages: none."""
+    German capitalises every noun: one is a title ("Frau") or stands after an article, determiner,
+    number or small-letter adjective; "Frau Lorenz", "der Kunde Meier" keep their name."""
     words = [t.norm for t in toks]
     if not (lexicon.language_markers("de") & set(words)):
         return frozenset()
@@ -362,8 +362,7 @@ def covers(kept: Sentence, candidate: Sentence) -> bool:
     if not candidate.words or kept.negations != candidate.negations:
         return False
     if candidate.negations:
-        # a negation turns entailment around: "does not like marketing email" does not state
-        # "does not like email", so a negated sentence is only stated by the same words
+        # negation reverses entailment: a negated sentence is only stated by the same words
         return kept.signed == candidate.signed
     positions = alignment(candidate.signed, kept.signed)
     if positions is None:
@@ -385,7 +384,7 @@ _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself)\b", re.I)
 
 
 def statement(text: str) -> tuple[str, ...]:
-    """Return a sentence as the retention test compares it: its signed words, the first person read as "user"."""
+    """Return a sentence as the retention test compares it: signed words, the first person read as "user"."""
     words = analyse(_FIRST_PERSON.sub(lambda m: "user's" if m.group(0).lower() in ("my", "mine") else "user", text)).signed
     return tuple("have" if w == "has" else w for w in words)
 

@@ -11,7 +11,7 @@ of the prompt's example, a merge that drops a source's sentence) is unusable: it
 the cluster is left as it is, the child step says why, and the question is paused
 (memctl/phases/asking.py).
 
-A merged fact stays one note (issue 29). A synthesis with the text of one of its sources
+A merged fact stays one note. A synthesis with the text of one of its sources
 (`memctl.text.tokens.same_text_key`) writes no note: that source stands and the others are revoked
 into it (unit "standing"), so a fact re-worded night after night keeps one ID, one vector and
 one history instead of a chain of copies. Exact copies in one partition are joined the same
@@ -36,11 +36,11 @@ Vectors are read only for the partitions actually planned.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from memctl.context import PhaseContext, Snapshot
 from memctl.llm.base import Judge
@@ -62,7 +62,7 @@ from memctl.phases.consolidate.rules import TABLE, Tally, as_after, credited, ex
 from memctl.phases.consolidate.synthesis import ClusterQuestions
 from memctl.phases.notes import by_partition, consolidatable, is_new, load_notes, order_key, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
-from memctl.plan import PhasePlan, Unit
+from memctl.plan import PhasePlan, StepResult, Unit
 from memctl.records import NoteRecord, PartitionKey, broader_keys
 from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
@@ -156,13 +156,7 @@ class ConsolidatePhase:
         skipped = sum(len(p.settled) for p in parts)
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
         if not indexes:  # nothing to plan in any slice: no partition to cluster, absorb or join
-            plan.outcome = "no items"
-            plan.message = f"{plural(candidates, 'candidate note')}, no partition with {settings.cluster_min_size} or more and nothing to absorb"
-            if skipped:
-                plan.message = f"{plural(candidates, 'candidate note')}, {plural(skipped, 'partition')} unchanged since found settled, nothing else to do"
-            plan.input = {"candidateNotes": candidates, "partitions": partitions, "clusters": 0, "partitionsSettled": skipped}
-            plan.output = _output(Tally(), VectorStats(), [], 0, 0, 0)
-            return plan
+            return _nothing_planned(plan, settings.cluster_min_size, candidates, partitions, skipped)
         index, stats_before = indexes[0]
         copy_units = [u for p in parts for u in p.copy_units]
         cases = [c for p in parts for c in p.cases]
@@ -174,7 +168,7 @@ class ConsolidatePhase:
         if found_absorptions:
             found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
             absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
-        model = bool(absorptions) and not getattr(get_judge(), "rules", False)
+        model = bool(absorptions) and not get_judge().rules
         approved = [case for case in absorptions if is_approved(ctx, case, texts, tally, model)]
         for part in parts:
             part.attach()
@@ -208,41 +202,18 @@ class ConsolidatePhase:
         stats = index.stats
         used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
         absorbed = sum(len(revoked_ids(u)) for u in absorb_units)
-        plan.output = _output(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
+        result = _result(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
+        plan.output = {**result.as_output(), **tally.client}
+        if tally.ask_again:
+            plan.output["askAgainAt"] = ask_again_output(tally.ask_again)
         if not cases and not absorptions and not copy_units:
             plan.outcome = "no items"
-        out = plan.output
-        plan.message = (
-            f"{plural(len(cases), 'cluster')}: {out['clustersConsolidated']} to consolidate, "
-            + (f"{out['clustersIntoStanding']} into a standing note, " if out["clustersIntoStanding"] else "")
-            + f"{out['clustersDeclined']} declined, {out['clustersInvalid']} invalid, {out['clustersFailed']} failed"
-            + (f", {out['clustersPaused']} paused" if out["clustersPaused"] else "")
-            + "; "
-            + (f"{copies_text(out['copiesAbsorbed'])} to absorb; " if out["copiesAbsorbed"] else "")
-            + f"{plural(absorbed, 'note')} to absorb"
-            + (f" ({deferred} absorption checks left for the next run)" if deferred else "")
-            + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
-            + (f"; {plural(tally.merges_vetoed, 'merge')} not applied: the quotes do not show one subject" if tally.merges_vetoed else "")
-            + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
-            + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
-            + (f" (asked again: {ask_again_text(out['askAgainAt'])})" if tally.ask_again else "")
-        )
+        plan.message = _message(result, tally)
         if tally.apart_reasons:
-            out["keptApartReasons"] = tally.apart_reasons[:10]
+            plan.output["keptApartReasons"] = tally.apart_reasons[:10]
         if tally.veto_reasons:
-            out["absorptionVetoReasons"] = tally.veto_reasons
-        failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
-        if failed:
-            # an outage, or a model whose every reply is unusable, is a failure, not "done, N failed" (issue 13, 28)
-            first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
-                (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
-            )
-            plan.outcome = "failed"
-            counts = f"{plural(out['clustersInvalid'], 'cluster')} invalid, {out['clustersFailed']} failed"
-            if failed == "unreachable":
-                plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
-            else:
-                plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
+            plan.output["absorptionVetoReasons"] = tally.veto_reasons
+        _fail_without_answers(plan, result, tally, cases, absorptions)
         return plan
 
     def _gather(
@@ -269,20 +240,7 @@ class ConsolidatePhase:
         groups = by_partition(candidates)
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
 
-        # Absorption targets: every Active note without a user, whatever its tier. With --shard
-        # the broader partition may belong to another shard; it is only read (and guarded).
-        pool = [n for n in notes if n.user_id is None]
-        if ctx.scope.shard is not None and settings.absorb:
-            unsharded = replace(ctx, scope=replace(ctx.scope, shard=None))
-            known = {n.id for n in pool}
-            pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None), vectors=not lazy) if n.id not in known]
-        broader = by_partition(sorted(pool, key=order_key))
-        eligible: dict[PartitionKey, list[PartitionKey]] = {}
-        if settings.absorb:
-            for key in groups:
-                found = [b for b in broader_keys(key) if b in broader]
-                if found:
-                    eligible[key] = found
+        broader, eligible = _absorption_targets(ctx, overlay, notes, groups, lazy)
         # A merged note stands for its fact: a later wording of it in its partition is asked about
         # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum;
         # so is a note new since the last maintenance run that is like another note (`standing_candidates`)
@@ -291,23 +249,10 @@ class ConsolidatePhase:
                          and any(n.consolidation_count or (since is not None and is_new(n, since)) for n in members)]
 
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
-        mark_of: dict[PartitionKey, str] = {}
-        if marks is not None:
-            moment = ctx.now.timestamp()
-            broad_digest = {
-                b: notes_digest(broader[b], lambda n: expiry(n) <= moment)  # an expired broader note absorbs nothing
-                for b in set(chain.from_iterable(eligible.values()))
-            }
-            for key in set(cluster_keys) | set(eligible) | set(standing_keys):
-                around = sorted([json.dumps(list(b), default=str), broad_digest[b]] for b in eligible.get(key, []))
-                mark_of[key] = marks.key(notes_digest(groups[key]), around)
-            settled = marks.settled(mark_of.values())
-            skipped = {key for key, mark in mark_of.items() if mark in settled}
-            cluster_keys = [k for k in cluster_keys if k not in skipped]
-            eligible = {k: v for k, v in eligible.items() if k not in skipped}
-            standing_keys = [k for k in standing_keys if k not in skipped]
-        else:
-            skipped = set()
+        mark_of, skipped = _marks(ctx, marks, groups, broader, eligible, [*cluster_keys, *standing_keys])
+        cluster_keys = [k for k in cluster_keys if k not in skipped]
+        eligible = {k: v for k, v in eligible.items() if k not in skipped}
+        standing_keys = [k for k in standing_keys if k not in skipped]
 
         # Active notes of one partition with the same text are one note, whatever the cluster
         # minimum: found by text alone (no model), in every partition of the scope; in the
@@ -322,13 +267,7 @@ class ConsolidatePhase:
             return part
 
         index = get_index()
-        # A cluster partition is read whole: a candidate contested by any Active note of it (Protected
-        # and manual ones too) is left to the contradiction phase (see `contested_notes`).
-        needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
-        needed.update({k: active[k] for k in copy_keys})  # read whole, for `contested_notes`
-        needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
-        for key in set(chain.from_iterable(eligible.values())):
-            needed[key] = broader[key]  # every Active note there (a superset of its candidates)
+        needed = _needed(active, groups, broader, cluster_keys, copy_keys, eligible, standing_keys)
         if lazy:  # the vectors of the partitions planned, read into the run's StoredVectors
             with_vectors(ctx, needed)
         vectors = index.partitions(needed)
@@ -347,19 +286,11 @@ class ConsolidatePhase:
         wanted = [n for k in planned if len(active.get(k, ())) > 1 for n in active[k]]
         with ClusterQuestions(ctx, get_judge, tally) as asked, WordingKeys(wanted) as read:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
-            # Wordings of one fact that differ only in punctuation, case or filler (issue 24) and that no
-            # cluster took (below the cluster minimum, or kept out of one) are one note too, as copies are.
             # Found while the answers come in: they do not depend on them, as a cluster's unit writes
             # only notes of its cluster (and a new one), and credits only those.
             touched = {mu.record_id for unit in copy_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
             leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
-            wordings: dict[PartitionKey, list[list[NoteRecord]]] = {}
-            key_of = partial(read.key, here=partial(wording, texts))
-            for k, members in leftover.items():
-                asked.flush()  # the questions held go out, and a batch's leftovers, while the wordings are read
-                found = copy_groups(members, key_of) if len(members) > 1 else []
-                if found:
-                    wordings[k] = found
+            wordings = _wordings(leftover, partial(read.key, here=partial(wording, texts)), asked.flush)
             more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS) if wordings else ([], set())
             part.attach = asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]
@@ -379,15 +310,159 @@ class ConsolidatePhase:
             absorbable = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
         if standing_keys:
             taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in absorbable}
-            # a note its cluster's answer left as it is (declined, or left out of the merge) may still be a
-            # wording of a merged note's fact; one whose cluster got no usable answer waits for that answer
-            taken |= {n.id for c in cases if c.verdict not in ("declined", "consolidated", "standing") for n in c.notes}
+            taken |= _awaiting(cases)
             absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge, since)
         part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
         part.mark_of, part.eligible = mark_of, eligible
         part.cluster_keys = [*cluster_keys, *standing_keys]
         part.models = {v.model for v in vectors.values()}
         return part
+
+
+def _nothing_planned(plan: PhasePlan, cluster_min_size: int, candidates: int, partitions: int, skipped: int) -> PhasePlan:
+    """Return `plan` for a scope with no partition to cluster, absorb or join."""
+    plan.outcome = "no items"
+    plan.message = f"{plural(candidates, 'candidate note')}, no partition with {cluster_min_size} or more and nothing to absorb"
+    if skipped:
+        plan.message = f"{plural(candidates, 'candidate note')}, {plural(skipped, 'partition')} unchanged since found settled, nothing else to do"
+    plan.input = {"candidateNotes": candidates, "partitions": partitions, "clusters": 0, "partitionsSettled": skipped}
+    plan.output = ConsolidateResult().as_output()
+    return plan
+
+
+def _wordings(
+    leftover: dict[PartitionKey, list[NoteRecord]], key_of: Callable[[NoteRecord], Any], flush: Callable[[], None]
+) -> dict[PartitionKey, list[list[NoteRecord]]]:
+    """Return, per partition, the groups of notes no cluster took that are wordings of one fact (they
+    differ only in punctuation, case or filler): one note too, as copies are.
+
+    `flush` sends the questions held (and a batch's leftovers) while the wordings are read.
+    """
+    wordings: dict[PartitionKey, list[list[NoteRecord]]] = {}
+    for k, members in leftover.items():
+        flush()
+        found = copy_groups(members, key_of) if len(members) > 1 else []
+        if found:
+            wordings[k] = found
+    return wordings
+
+
+def _message(out: "ConsolidateResult", tally: Tally) -> str:
+    """Return the phase's one-line summary."""
+    return (
+        f"{plural(out.clusters_found, 'cluster')}: {out.clusters_consolidated} to consolidate, "
+        + (f"{out.clusters_into_standing} into a standing note, " if out.clusters_into_standing else "")
+        + f"{out.clusters_declined} declined, {out.clusters_invalid} invalid, {out.clusters_failed} failed"
+        + (f", {out.clusters_paused} paused" if out.clusters_paused else "")
+        + "; "
+        + (f"{copies_text(out.copies_absorbed)} to absorb; " if out.copies_absorbed else "")
+        + f"{plural(out.notes_absorbed, 'note')} to absorb"
+        + (f" ({out.absorptions_deferred} absorption checks left for the next run)" if out.absorptions_deferred else "")
+        + (f"; {plural(tally.kept_apart, 'note')} kept apart from their cluster (another subject, a conflicting value)" if tally.kept_apart else "")
+        + (f"; {plural(tally.merges_vetoed, 'merge')} not applied: the quotes do not show one subject" if tally.merges_vetoed else "")
+        + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
+        + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
+        + (f" (asked again: {ask_again_text(ask_again_output(tally.ask_again))})" if tally.ask_again else "")
+    )
+
+
+def _fail_without_answers(
+    plan: PhasePlan, out: "ConsolidateResult", tally: Tally, cases: Sequence[ClusterCase], absorptions: Sequence[AbsorptionCase]
+) -> None:
+    """Fail the phase when no question got a usable answer: an outage, or a model whose every reply
+    is unusable, is a failure, not "done, N failed"."""
+    failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
+    if not failed:
+        return
+    first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
+        (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
+    )
+    plan.outcome = "failed"
+    counts = f"{plural(out.clusters_invalid, 'cluster')} invalid, {out.clusters_failed} failed"
+    if failed == "unreachable":
+        plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
+    else:
+        plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
+
+
+def _absorption_targets(
+    ctx: PhaseContext, overlay: Overlay, notes: list[NoteRecord], groups: dict[PartitionKey, list[NoteRecord]], lazy: bool
+) -> tuple[dict[PartitionKey, list[NoteRecord]], dict[PartitionKey, list[PartitionKey]]]:
+    """Return the broader partitions (every Active note without a user, whatever its tier) and, per
+    candidate partition, those of them its notes may be absorbed into.
+
+    With --shard a broader partition may belong to another shard; it is only read (and guarded).
+    """
+    pool = [n for n in notes if n.user_id is None]
+    if ctx.scope.shard is not None and ctx.settings.absorb:
+        unsharded = replace(ctx, scope=replace(ctx.scope, shard=None))
+        known = {n.id for n in pool}
+        pool += [n for n in load_notes(unsharded, Overlay(removed=overlay.removed), m.note.c.UserID.is_(None), vectors=not lazy) if n.id not in known]
+    broader = by_partition(sorted(pool, key=order_key))
+    eligible: dict[PartitionKey, list[PartitionKey]] = {}
+    if ctx.settings.absorb:
+        for key in groups:
+            found = [b for b in broader_keys(key) if b in broader]
+            if found:
+                eligible[key] = found
+    return broader, eligible
+
+
+def _marks(
+    ctx: PhaseContext,
+    marks: Optional[SettledMarks],
+    groups: dict[PartitionKey, list[NoteRecord]],
+    broader: dict[PartitionKey, list[NoteRecord]],
+    eligible: dict[PartitionKey, list[PartitionKey]],
+    planned: Sequence[PartitionKey],
+) -> tuple[dict[PartitionKey, str], set[PartitionKey]]:
+    """Return the settled mark of each partition to plan (its notes and its broader partitions'), and
+    the partitions whose mark an earlier run recorded as settled."""
+    if marks is None:
+        return {}, set()
+    moment = ctx.now.timestamp()
+    broad_digest = {
+        b: notes_digest(broader[b], lambda n: expiry(n) <= moment)  # an expired broader note absorbs nothing
+        for b in set(chain.from_iterable(eligible.values()))
+    }
+    mark_of: dict[PartitionKey, str] = {}
+    for key in set(planned) | set(eligible):
+        around = sorted([json.dumps(list(b), default=str), broad_digest[b]] for b in eligible.get(key, []))
+        mark_of[key] = marks.key(notes_digest(groups[key]), around)
+    settled = marks.settled(mark_of.values())
+    return mark_of, {key for key, mark in mark_of.items() if mark in settled}
+
+
+def _needed(
+    active: dict[PartitionKey, list[NoteRecord]],
+    groups: dict[PartitionKey, list[NoteRecord]],
+    broader: dict[PartitionKey, list[NoteRecord]],
+    cluster_keys: Sequence[PartitionKey],
+    copy_keys: Iterable[PartitionKey],
+    eligible: dict[PartitionKey, list[PartitionKey]],
+    standing_keys: Sequence[PartitionKey],
+) -> dict[PartitionKey, list[NoteRecord]]:
+    """Return the notes whose vectors the plan compares, by partition.
+
+    A cluster partition is read whole: a candidate contested by any Active note of it (Protected
+    and manual ones too) is left to the contradiction phase (see `contested_notes`); so is a
+    partition with copies. A broader partition gives every Active note (a superset of its candidates).
+    """
+    needed: dict[PartitionKey, list[NoteRecord]] = {k: active.get(k, groups[k]) for k in cluster_keys}
+    needed.update({k: active[k] for k in copy_keys})
+    needed.update({k: groups[k] for k in chain(eligible, standing_keys) if k not in needed})
+    for key in set(chain.from_iterable(eligible.values())):
+        needed[key] = broader[key]
+    return needed
+
+
+def _awaiting(cases: Sequence[ClusterCase]) -> set[str]:
+    """Return the notes of clusters that got no usable answer: they wait for it, not for a standing note.
+
+    A note its cluster's answer left as it is (declined, or left out of the merge) may still be
+    a wording of a merged note's fact.
+    """
+    return {n.id for c in cases if c.verdict not in ("declined", "consolidated", "standing") for n in c.notes}
 
 
 def _settled_now(
@@ -430,54 +505,61 @@ def _settled_now(
     )
 
 
-def _output(
-    tally: Tally,
-    vectors: VectorStats,
-    cases: Sequence[ClusterCase],
-    checked: int,
-    deferred: int,
-    absorbed: int,
-    copy_units: Sequence[Unit] = (),
-) -> dict[str, Any]:
-    verdicts = ("consolidated", "standing", "declined", "invalid", "failed", "paused")
-    counts = {verdict: sum(1 for c in cases if c.verdict == verdict) for verdict in verdicts}
-    into_standing = sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None and c.verdict == "standing")
+@dataclass
+class ConsolidateResult(StepResult):
+    """The consolidate step's counts."""
+
+    clusters_found: int = 0
+    clusters_consolidated: int = 0
+    clusters_into_standing: int = 0
+    clusters_declined: int = 0
+    clusters_invalid: int = 0
+    clusters_failed: int = 0
+    clusters_paused: int = 0
+    #: every note a merge revokes: into a new note, into a standing note, or as an exact copy
+    notes_revoked: int = 0
+    notes_created: int = 0
+    notes_absorbed_into_standing: int = 0
+    copy_groups: int = 0
+    copies_absorbed: int = 0
+    clusters_split: int = 0
+    notes_kept_apart: int = 0
+    absorptions_checked: int = 0
+    absorptions_deferred: int = 0
+    notes_absorbed: int = 0
+    absorptions_vetoed: int = 0
+    merges_vetoed: int = 0
+    llm_calls: int = 0
+    questions_asked: int = 0
+    failed_replies: int = 0
+    unusable_replies: int = 0
+    questions_paused: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int = 0
+    vectors_stored: int = 0
+    vectors_cached: int = 0
+    vectors_computed: int = 0
+
+
+def _result(
+    tally: Tally, vectors: VectorStats, cases: Sequence[ClusterCase], checked: int, deferred: int, absorbed: int, copy_units: Sequence[Unit]
+) -> ConsolidateResult:
+    verdicts = Counter(c.verdict for c in cases)
     copies = sum(len(revoked_ids(u)) for u in copy_units)
-    out = {
-        "clustersFound": len(cases),
-        "clustersConsolidated": counts["consolidated"],
-        "clustersIntoStanding": counts["standing"],
-        "clustersDeclined": counts["declined"],
-        "clustersInvalid": counts["invalid"],
-        "clustersFailed": counts["failed"],
-        "clustersPaused": counts["paused"],
-        # every note a merge revokes: into a new note, into a standing note, or as an exact copy
-        "notesRevoked": sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None) + copies,
-        "notesCreated": counts["consolidated"],
-        "notesAbsorbedIntoStanding": into_standing,
-        "copyGroups": len(copy_units),
-        "copiesAbsorbed": copies,
-        "clustersSplit": tally.clusters_split,
-        "notesKeptApart": tally.kept_apart,
-        "absorptionsChecked": checked,
-        "absorptionsDeferred": deferred,
-        "notesAbsorbed": absorbed,
-        "absorptionsVetoed": tally.absorptions_vetoed,
-        "mergesVetoed": tally.merges_vetoed,
-        "llmCalls": tally.calls,
-        "questionsAsked": tally.asked,
-        "failedReplies": tally.failed,
-        "unusableReplies": tally.unusable,
-        "questionsPaused": tally.paused,
-        "cacheHits": tally.cache_hits,
-        "promptTokens": tally.prompt_tokens,
-        "completionTokens": tally.completion_tokens,
-        "tokens": tally.prompt_tokens + tally.completion_tokens,
-        "vectorsStored": vectors.stored,
-        "vectorsCached": vectors.cached,
-        "vectorsComputed": vectors.computed,
-        **tally.client,
-    }
-    if tally.ask_again:
-        out["askAgainAt"] = ask_again_output(tally.ask_again)
-    return out
+    return ConsolidateResult(
+        clusters_found=len(cases), clusters_consolidated=verdicts["consolidated"], clusters_into_standing=verdicts["standing"],
+        clusters_declined=verdicts["declined"], clusters_invalid=verdicts["invalid"], clusters_failed=verdicts["failed"],
+        clusters_paused=verdicts["paused"],
+        notes_revoked=sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None) + copies,
+        notes_created=verdicts["consolidated"],
+        notes_absorbed_into_standing=sum(len(revoked_ids(c.unit)) for c in cases if c.unit is not None and c.verdict == "standing"),
+        copy_groups=len(copy_units), copies_absorbed=copies, clusters_split=tally.clusters_split, notes_kept_apart=tally.kept_apart,
+        absorptions_checked=checked, absorptions_deferred=deferred, notes_absorbed=absorbed,
+        absorptions_vetoed=tally.absorptions_vetoed, merges_vetoed=tally.merges_vetoed, llm_calls=tally.calls,
+        questions_asked=tally.asked, failed_replies=tally.failed, unusable_replies=tally.unusable, questions_paused=tally.paused,
+        cache_hits=tally.cache_hits, prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+        tokens=tally.prompt_tokens + tally.completion_tokens, vectors_stored=vectors.stored, vectors_cached=vectors.cached,
+        vectors_computed=vectors.computed,
+    )

@@ -33,7 +33,7 @@ TIE = np.float32(1e-6)
 
 #: rows per side of one block of the absorption matrix product
 BLOCK = 1024
-#: one side of an absorption search: the ranks of a partition's live notes, their vector rows, their expiries
+#: one side of an absorption search: a partition's live notes' ranks, vector rows and expiries
 Side = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -53,10 +53,8 @@ def best_cover(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return, per row of `narrow`, the index of its most similar row of `broad` and that cosine.
 
-    Only pairs with cosine >= threshold whose broad row lives at least as long as the narrow
-    one (expiry as timestamps, inf for never) count; rows without one get index -1. Both sides
-    are unit rows. Blocks of rows against blocks of columns keep memory at block x block floats;
-    ties (cosines within TIE) go to the lower column index.
+    Only pairs with cosine >= threshold whose broad row expires no earlier (inf: never) count; rows
+    without one get -1. Blocks keep memory at block x block floats; ties go to the lower index.
     """
     n = len(narrow)
     best = np.full(n, -1, dtype=np.int64)
@@ -68,8 +66,7 @@ def best_cover(
             c1 = min(len(broad), c0 + block)
             s = narrow[r0:r1] @ broad[c0:c1].T
             s = np.where(broad_expiry[None, c0:c1] >= narrow_expiry[r0:r1, None], s, -np.inf).astype(np.float32)
-            # the first column within TIE of the row's best: a float32 product's last bits depend on
-            # where a column sits in the matrix, so exact equality would not find equal vectors equal
+            # within TIE of the best: a float32 product's last bits depend on the column's position
             j = np.argmax(s >= s.max(axis=1, keepdims=True) - TIE, axis=1)
             v = s[np.arange(r1 - r0), j]
             better = (v >= t) & (v > sims[r0:r1] + TIE)
@@ -88,22 +85,15 @@ def absorption_candidates(
     revoked: set[str],
     get_judge: JudgeGetter,
 ) -> list[AbsorptionCase]:
-    """Return an absorption check for each narrower note with a broader note as similar as a cluster's members (its best one).
-
-    One product per group of user partitions with the same broader partitions (a company's
-    users), against those partitions' live notes,.
-    """
+    """Return an absorption check for each narrower note with a broader note as similar as a cluster's
+    members (its best one)."""
     now = ctx.now.timestamp()
     rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
-    # User partitions with the same broader partitions (typically every user of a company) are
-    # searched together, against each of those partitions' matrices in turn (never copied).
+    # user partitions with the same broader partitions (a company's users) are searched together
     by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]] = defaultdict(list)
     for key, targets in eligible.items():
         by_targets[tuple(targets)].append(key)
-    # Each broader partition's live notes (not revoked, not expired), their rows and expiries,
-    # prepared once: an agent-wide partition is a target of every user partition of the agent.
-    # A note's best match is the most similar target note; of equally similar ones, the first in
-    # order_key order (by a rank shared by all), whichever partition it is in.
+    # each broader partition's live notes, prepared once; ties go to the first in order_key order
     live = {b: [n for n in broader[b] if n.id not in revoked and expiry(n) > now] for b in set(chain.from_iterable(by_targets))}
     ranked = sorted(chain.from_iterable(live.values()), key=order_key)
     rank = {n.id: i for i, n in enumerate(ranked)}
@@ -131,10 +121,9 @@ def absorption_candidates(
 
 
 def best_of(narrow: np.ndarray, sides: Sequence[Side], threshold: float, narrow_expiry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return, per row of `narrow`, the rank of its best match over every side and that cosine (-1 and -inf: none).
+    """Return, per row of `narrow`, the rank of its best match over all sides and its cosine (-1, -inf: none).
 
-    `best_cover` against each side in turn: the most similar row wins, and of equally similar
-    ones the lower rank, as one `best_cover` over all sides' rows in rank order would choose.
+    Chooses as one `best_cover` over all sides' rows in rank order would.
     """
     best = np.full(len(narrow), -1, dtype=np.int64)
     sims = np.full(len(narrow), -np.inf, dtype=np.float32)
@@ -159,13 +148,13 @@ def _cover_jobs(
     revoked: set[str],
     ranked: list[NoteRecord],
 ) -> Iterator[tuple[list[NoteRecord], list[NoteRecord], tuple]]:
-    """Yield, per group of user partitions with the same targets, its notes, the target notes by rank and `best_of`'s arguments."""
+    """Per group of user partitions with the same targets: its notes, targets by rank, `best_of` args."""
     for targets, keys in by_targets.items():
         narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
         if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
             continue
         models = {vectors[k].model for k in chain(keys, targets)}
-        # every narrower partition of the group in one product: a row's best match does not depend on the rows beside it
+        # the whole group in one product: a row's best match does not depend on the rows beside it
         narrow = list(chain.from_iterable(narrow_by_key.values()))
         if len(models) == 1:
             model = models.pop()
@@ -194,16 +183,10 @@ def standing_candidates(
 ) -> list[AbsorptionCase]:
     """Return the absorption checks of notes into a standing note of their own partition.
 
-    A merged note (ConsolidationCount > 0) that no unit of this run touches stands for its
-    fact; each other note of the partition that no unit touches and that is as similar to it
-    as a cluster's members are is asked about: does the merged note state every fact of it?
-    A "yes" revokes the note into the merged one, so a fact merged once stays one note when
-    new wordings of it arrive one or two at a time (below the cluster minimum).
-
-    A merged note, and a note new since the last maintenance run (`since`), that no merged
-    note covers is asked about against its most similar earlier note the same way: two
-    wordings of a value that changed, or two merges of one fact, are too few for a cluster
-    and would otherwise both stay Active for good.
+    An untouched merged note (ConsolidationCount > 0) is asked whether it states every fact of each
+    untouched note as similar as a cluster's members, so a fact merged once stays one note as new
+    wordings trickle in below the cluster minimum. A merged note, or one new `since` the last run,
+    that no merged note covers is checked against its most similar earlier note the same way.
     """
     found: list[AbsorptionCase] = []
     for key in keys:
@@ -238,9 +221,7 @@ def _later_wordings(
 ) -> list[AbsorptionCase]:
     """Return, latest note first, the check of each `asked` note against its most similar earlier note.
 
-    `pool` is in `order_key` order. A note asked about as the broader one is not asked about as a
-    narrower one in the same run (nor the other way round), so no answer revokes a note another
-    answer keeps.
+    `pool` is in `order_key` order. A note is in at most one check, so no answer revokes a note another keeps.
     """
     ends = np.array([expiry(n) for n in pool])
     locked = np.array([n.id in matched for n in pool], dtype=bool)
@@ -259,7 +240,7 @@ def _later_wordings(
 
 
 def ask_absorptions(ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
-    """Ask the absorption questions: every cached or paused one, and at most the judge's pair budget of new ones."""
+    """Ask the absorption questions: every cached or paused one, and at most the pair budget of new ones."""
     questions = [c.question for c in found]
     valid = (lambda q, r: None) if judge.rules else quote_problem
     sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, valid))
@@ -279,7 +260,7 @@ def absorption_quotes(question: Question, reply: AbsorptionReply) -> tuple[Quote
 
 
 def quote_problem(question: Question, reply: Any) -> Optional[str]:
-    """Return why a model's reply cannot be used, or None: a "covered" must quote its evidence from both notes."""
+    """Return why a model's reply cannot be used, or None: a "covered" must quote evidence from both notes."""
     if isinstance(reply, AbsorptionReply) and reply.isCovered:
         return unfound(absorption_quotes(question, reply), ("the broader note", "the narrower note"))
     return None
@@ -288,10 +269,8 @@ def quote_problem(question: Question, reply: Any) -> Optional[str]:
 def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteText], tally: Tally, model: bool = False) -> bool:
     """Say whether the judge answered "covered" with enough confidence and the evidence does not gainsay it.
 
-    A number, ID, e-mail, URL or date of the narrower note that the broader one lacks is a fact
-    the "yes" would lose, whoever answered. A model's quotes must hold besides (one subject, every
-    differing number or ID inside the quoted values); the offline rules' "yes" is checked by
-    `absorption_veto` instead.
+    A number, ID, e-mail, URL or date of the narrower note missing from the broader one vetoes it; a
+    model's quotes must also hold, the offline rules' "yes" is checked by `absorption_veto` instead.
     """
     reply = case.answer.reply if case.answer else None
     if not isinstance(reply, AbsorptionReply) or not reply.isCovered or reply.confidence < ctx.settings.confidence_floor:
@@ -335,8 +314,8 @@ def _absorb_reason(case: AbsorptionCase, default: str) -> str:
 
 
 def standing_absorptions(cases: Sequence[AbsorptionCase]) -> list[Unit]:
-    """Return one unit per merged note that absorbs later wordings of its fact: it stays, credited
-    with their accesses as a merge would have credited it (`standing_unit`), and they are revoked into it."""
+    """Return one unit per merged note that absorbs later wordings of its fact: it stays, credited with
+    their accesses (`standing_unit`), and they are revoked into it."""
     by_note: dict[str, list[AbsorptionCase]] = defaultdict(list)
     for case in cases:
         by_note[case.broader.id].append(case)

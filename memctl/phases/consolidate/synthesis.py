@@ -50,13 +50,10 @@ def consolidation_problem(
 ) -> Optional[str]:
     """Return why a consolidation reply must not be acted on, or None when it is valid.
 
-    Besides its form (IDs of the cluster, a type, a length, no relative dates), the merged note is
-    verified by the decision layer (`synthesis_problem`): no source's number, ID, e-mail or URL
-    lost or invented, no two values of one slot, and, where two sources hold a certain conflict,
-    the value the authority rule keeps (`records`, the cluster's notes by ID, give their dates and
-    access counts). A model's reply (`model`) must quote its evidence from every note it merges
-    (memctl.text.evidence); one whose quotes do not show one subject is valid here and declined
-    by `_judge_case`, so it is cached, not asked again night after night.
+    Besides its form, the merged note is verified by `synthesis_problem` (no value lost or invented,
+    the authority rule's value where sources conflict; `records` gives their dates and access
+    counts). A model's reply must quote evidence from every note it merges; quotes that do not show
+    one subject are valid here and declined by `_judge_case`, so the reply is cached, not re-asked.
     """
     if not reply.shouldConsolidate:
         return None
@@ -81,8 +78,8 @@ def consolidation_problem(
     if len(ids) < 2:
         return "sourceNoteIds must name at least 2 notes of the cluster"
     if model:
-        # a model's merge quotes its evidence: a quote missing or not in its note makes the reply unusable;
-        # quotes that do not show one subject make it a merge memctl declines (`_judge_case`), whatever its text
+        # a quote missing or not in its note makes the reply unusable; quotes that do not show one
+        # subject make it a merge `_judge_case` declines
         quoted = merge_quotes(question, reply)
         problem = unfound(quoted, [f"note {i}" for i in ids])
         if problem or not check(quoted).holds:
@@ -105,20 +102,17 @@ def consolidation_problem(
 
 
 class ClusterQuestions:
-    """The clusters' questions, sent partition by partition as the clusters are found (`add`), judged by `finish`.
+    """The clusters' questions, sent partition by partition as clusters are found (`add`), judged by `finish`.
 
-    Each partition's questions go out while the next partitions are clustered (issue 25; held a
-    little while every thread has a request waiting, see `Asking`); the answers are read back in
-    the clusters' order, so the units and their order do not depend on when they arrived. A judge
-    that makes no calls (the offline rules) answers them all in `finish`, as before. Use it as a
-    context manager around the clustering (memctl/phases/asking.py `Asking`: leaving it early
-    abandons the requests in flight).
+    Questions go out while the next partitions are clustered; answers are read back in the clusters'
+    order, so the units do not depend on when they arrived. Use it as a context manager around the
+    clustering: leaving it early abandons the requests in flight.
     """
 
     def __init__(self, ctx: PhaseContext, get_judge: Callable[[], Judge], tally: Tally) -> None:
         self.ctx, self.get_judge, self.tally = ctx, get_judge, tally
         self.cases: list[ClusterCase] = []
-        self._case_of: dict[int, ClusterCase] = {}  # id(question) -> its case, read by the worker threads' checks
+        self._case_of: dict[int, ClusterCase] = {}  # id(question) -> its case, for the checks
         self._asking: Optional[Asking] = None
 
     def __enter__(self) -> "ClusterQuestions":
@@ -146,15 +140,14 @@ class ClusterQuestions:
         self._asking.submit([c.question for c in cases])
 
     def flush(self) -> None:
-        """No more clusters: send the questions held, and what a batch left to ask again alone (see `Asking.flush`)."""
+        """No more clusters for now: send the questions held (see `Asking.flush`)."""
         if self._asking is not None:
             self._asking.flush()
 
     def finish(self) -> Callable[[], None]:
         """Wait for every answer and judge each cluster by it, in the clusters' order.
 
-        Return `attach`, which puts the new notes' vectors into their units: call it before the
-        units are planned. The compute embedder's request for them is on its way meanwhile.
+        Return `attach`, which puts the new notes' vectors into their units: call it before planning.
         """
         if self._asking is None:
             return lambda: None
@@ -168,7 +161,7 @@ class ClusterQuestions:
 
 
 def merge_quotes(question: Question, reply: ConsolidationReply) -> list[Quoted]:
-    """Return the model's quotes from each note its merge replaces (a note it quotes nothing from: empty quotes)."""
+    """Return the model's quotes from each note its merge replaces (empty for a note it does not quote)."""
     shown = {n["id"]: n["content"] for n in question.item}
     by_id = {q.id.strip().lower(): q for q in reply.quotes}
     found = [(by_id.get(i.strip().lower()), shown[i.strip().lower()]) for i in reply.sourceNoteIds]
@@ -176,7 +169,7 @@ def merge_quotes(question: Question, reply: ConsolidationReply) -> list[Quoted]:
 
 
 def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, model: bool) -> Optional[str]:
-    """Return why a consolidation reply cannot be used (checked as it arrives, and again when read from the cache)."""
+    """Return why a consolidation reply cannot be used (checked on arrival and when read from the cache)."""
     records = {n.id: n for n in case.notes}
     problem = consolidation_problem(case.question, reply, ctx.settings.max_note_chars, records, model)
     if problem or not reply.shouldConsolidate or not ctx.settings.consolidate_keep_every_sentence:
@@ -192,7 +185,7 @@ def _problem(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, mo
 
 
 def _judge_case(ctx: PhaseContext, case: ClusterCase, quoted: Optional[Tally] = None) -> None:
-    """Decide what becomes of a cluster by its answer (`quoted`: a model answered, its quotes are checked and counted there)."""
+    """Decide what becomes of a cluster by its answer (`quoted`: a model answered; vetoes counted there)."""
     answer = case.answer
     assert answer is not None
     reply = answer.reply
@@ -268,8 +261,8 @@ def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationRepl
         "ConsolidationCount": max(n.consolidation_count for n in sources) + 1,
         "DerivedFromNoteIDs": json.dumps(ids),
         "ImportanceScore": inherited_importance(sources),
-        # the fact date: the authority rule reads __mj_CreatedAt, so the note is as old as its
-        # newest source, never as young as the merge (DESIGN 4: consolidation cannot change a verdict)
+        # the fact date: the authority rule reads __mj_CreatedAt, so the note is as old as its newest
+        # source, never as young as the merge (DESIGN 4: consolidation cannot change a verdict)
         "__mj_CreatedAt": jsonable(fact_date(sources)),
         "__mj_UpdatedAt": jsonable(now),
     }
@@ -291,12 +284,9 @@ def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationRepl
 def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> Callable[[], None]:
     """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model.
 
-    In a partition of stored vectors of another model, the new note gets a derived vector of
-    that model instead (in memctl's cache only), so the partition stays on one model.
-
-    The compute embedder is asked on a thread of its own, while the absorption checks are
-    planned and asked (one request's latency less in a first dream); the returned `attach` waits
-    for its answer (or its error, raised there) and writes the vectors into the units.
+    In a partition of stored vectors of another model, the new note gets a derived vector of that
+    model instead (in memctl's cache only). The compute embedder is asked on its own thread meanwhile;
+    the returned `attach` waits for it (raising its error) and writes the vectors into the units.
     """
     settings = ctx.settings
     if not cases:
