@@ -121,18 +121,6 @@ class RunReport:
         }
 
 
-class NotAvailablePhase:
-    """A phase that is not built yet: it plans nothing and says so."""
-
-    def __init__(self, name: str, step_name: str, why: str = "not available in this version of memctl") -> None:
-        self.name = name
-        self.step_name = step_name
-        self.why = why
-
-    def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
-        return PhasePlan(phase=self.name, step_name=self.step_name, outcome="not available", message=self.why)
-
-
 class FixedPlanPhase:
     """Replays a saved phase plan (`memctl apply`): apply never re-decides."""
 
@@ -316,8 +304,7 @@ def _aborted(report: RunReport, exc: BaseException, recorder: Recorder, settings
 
 
 def _close_services(ctx: PhaseContext) -> None:
-    """Close the LLM client's connections (an answer still trickling in is not awaited) and end a
-    vector-decoding helper process nothing collected."""
+    """Close the run's stored-vector file and the LLM client's connections (an answer still trickling in is not awaited)."""
     close_vectors(ctx)
     if ctx.services.judge is not None:
         try:

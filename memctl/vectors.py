@@ -24,10 +24,9 @@ import numpy as np
 import sqlalchemy as sa
 
 from memctl.context import PhaseContext
-from memctl.embed import stored as stored_texts
 from memctl.embed import thresholds_for
 from memctl.embed.base import Embedder
-from memctl.embed.stored import Decoding, content_hash
+from memctl.embed.stored import content_hash, decode_many
 from memctl.llm.factory import make_compute_embedder
 from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
@@ -35,9 +34,6 @@ from memctl.store import models as m
 from memctl.store.engine import read, write
 
 CHUNK = 500
-#: the helper's share of a `Feed` batch started while the rows are still being read: it starts
-#: ahead of this process's part, so it can take more than half
-AHEAD_SHARE = 0.55
 
 
 class PartitionVectors:
@@ -115,8 +111,7 @@ class Recent:
                 old.release()
 
 
-#: texts a `Feed` decodes together (one `Decoding`; not `embed.stored.FEED_TEXTS`): at most two
-#: such batches are held at once, ~75 MB each of 384-float JSON
+#: texts a `Feed` decodes together (~75 MB of 384-float JSON)
 FEED_BATCH = 20_000
 
 
@@ -265,15 +260,13 @@ class StoredVectors:
 class Feed:
     """Decode stored vector texts into a `StoredVectors` as they are read: `add` each, then `finish`.
 
-    Texts are decoded FEED_BATCH at a time, a helper process working on one batch while this
-    process reads the next. `close` ends the helpers of a feed given up.
+    Texts are decoded FEED_BATCH at a time, so a scan holds at most one batch of JSON texts.
     """
 
     def __init__(self, store: StoredVectors) -> None:
         self.store = store
         self._entries: list[tuple[str, int, int]] = []
         self._texts: list[str] = []
-        self._running: list[tuple[list[tuple[str, int, int]], Decoding]] = []
 
     def add(self, note_id: str, text: str, again: bool = False) -> None:
         """Decode the note's text into the store, unless it is the text the store has for the note
@@ -284,38 +277,21 @@ class Feed:
         self._entries.append((note_id, *key))
         self._texts.append(text)
         if len(self._texts) >= FEED_BATCH:
-            self._start(AHEAD_SHARE)  # its helper starts ahead of this process's part
-
-    def _start(self, share: float) -> None:
-        entries, texts, self._entries, self._texts = self._entries, self._texts, [], []
-        self._running.append((entries, Decoding(texts, share)))
-        while len(self._running) > 1:  # this batch's helper works while the one before is collected
-            self._collect()
-
-    def _collect(self) -> None:
-        entries, decoding = self._running.pop(0)
-        self.store._put(entries, decoding.result())
+            self.finish()
 
     def finish(self) -> None:
-        try:
-            if self._texts:
-                self._start(stored_texts.HELPER_SHARE)
-            while self._running:
-                self._collect()
-        finally:
-            self.close()
+        entries, texts, self._entries, self._texts = self._entries, self._texts, [], []
+        if texts:
+            self.store._put(entries, decode_many(texts))
 
     def close(self) -> None:
-        for _, decoding in self._running:
-            decoding.close()
-        self._running = []
         self._entries, self._texts = [], []
 
     def __enter__(self) -> Feed:
         return self
 
     def __exit__(self, kind: Optional[type], error: Optional[BaseException], trace: Any) -> None:
-        """`finish` when the block ends, `close` when it raises (its helpers are ended, nothing kept)."""
+        """`finish` when the block ends, `close` when it raises (nothing half-read is kept)."""
         if kind is None:
             self.finish()
         else:

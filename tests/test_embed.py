@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -15,12 +14,11 @@ from typing import Any, Self
 import numpy as np
 import pytest
 
-from memctl import helper as helper_process
 from memctl.embed import DEFAULT_THRESHOLDS, make_embedder, stored, thresholds_for
 from memctl.embed.hashing import NAME as HASHING_NAME
 from memctl.embed.hashing import HashingEmbedder
 from memctl.embed.openai import OpenAIEmbedder
-from memctl.embed.stored import content_hash, decode_many, decode_stored, decode_vector, encode_vector
+from memctl.embed.stored import content_hash, decode_stored, decode_vector, encode_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = [
@@ -178,107 +176,6 @@ def test_decode_stored_gives_what_json_gives_for_every_text(monkeypatch: pytest.
     for text, got in zip(texts, fast, strict=True):
         assert _same_vector(got, decode_stored(text)), text[:200]
         assert _same_vector(got, decode_vector(text)), text[:200]
-
-
-@pytest.fixture
-def helper_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """decode_many splits even a few texts with a helper process, as on a 2-CPU machine."""
-    monkeypatch.setattr(stored, "PARALLEL_DECODE_MIN", 2)
-    monkeypatch.setattr(stored, "_cpus", lambda: 2)
-
-
-def test_decode_many_with_a_helper_process_gives_every_text_what_decode_stored_gives(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
-    """A large batch is split with a spawned helper process: the same array for every text, in order."""
-    rng = np.random.default_rng(3)
-    texts = [encode_vector(rng.normal(size=8).astype(np.float32)) for _ in range(40)]
-    texts[5:5] = ODD_TEXTS  # odd texts on the helper's side of the cut, and on this process's
-    texts += ODD_TEXTS
-    here: list[str] = []
-    real = stored.decode_stored
-    monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))  # this process's copy only
-    got = decode_many(texts)
-    cut = int(len(texts) * stored.HELPER_SHARE)
-    assert here == texts[cut:]  # the first part was decoded by the helper process, not here
-    assert len(got) == len(texts)
-    for text, vector in zip(texts, got, strict=True):
-        expected = decode_stored(text)
-        assert _same_vector(vector, expected), text
-
-
-def test_decode_many_decodes_here_when_the_helper_cannot_start(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
-    def broken(*args: object, **kwargs: object) -> None:
-        raise OSError("no processes left")
-
-    monkeypatch.setattr(helper_process.subprocess, "Popen", broken)
-    texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]"]
-    got = decode_many(texts)
-    assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0])
-
-
-@pytest.mark.parametrize("code", [
-    "import os; os._exit(9)",
-    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'not vectors')",
-    "import pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(pickle.dumps(['x']))",
-    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(bytes(8))",  # a vector of length 0
-    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write((2).to_bytes(8, 'little') + bytes(4))",  # 2 floats promised, 1 sent
-    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write((2**62).to_bytes(8, 'little') + bytes(4))",  # a length past the floats sent
-    "import os, sys, time; sys.stdin.buffer.read(); os.close(1); time.sleep(60)",  # lingers after an empty reply
-    "import sys, time; sys.stdin.buffer.read(); time.sleep(60)",  # stuck: its part is decoded here after the grace
-])
-def test_decode_many_decodes_here_when_the_helper_dies_or_answers_nonsense(monkeypatch: pytest.MonkeyPatch, code: str, helper_wanted: None) -> None:
-    """A helper killed before it answers (memory, a signal), or whose reply is not its part's vectors, leaves its part to this process."""
-    monkeypatch.setattr(stored, "HELPER_CODE", code)
-    monkeypatch.setattr(stored, "HELPER_GRACE_MIN", 1.0)
-    texts = ["[0.5,0.25]", "[1e400]", "[0.125,1.0]", "[2.0]"]
-    got = decode_many(texts)
-    assert got[1] is None and np.array_equal(got[0], [0.5, 0.25]) and np.array_equal(got[2], [0.125, 1.0]) and np.array_equal(got[3], [2.0])
-    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]  # the threads moving its bytes ended
-
-
-def test_a_program_without_a_main_guard_does_not_run_again_in_the_helper(tmp_path: Path) -> None:
-    """multiprocessing's spawn would run the calling script again in the helper (a second dream, for
-    a script calling memctl.api at its top level); the helper runs only memctl's decoder."""
-    runs = tmp_path / "runs.txt"
-    script = tmp_path / "nightly.py"
-    script.write_text(
-        "import numpy as np\n"
-        f"open({str(runs)!r}, 'a').write('ran\\n')\n"
-        "from memctl.embed import stored\n"
-        "stored.PARALLEL_DECODE_MIN = 10\n"
-        "stored._cpus = lambda: 2\n"
-        "texts = [stored.encode_vector(np.arange(1, 9, dtype=np.float32) * i) for i in range(1, 41)]\n"
-        "here = []\n"
-        "real = stored.decode_stored\n"
-        "stored.decode_stored = lambda t: here.append(t) or real(t)\n"
-        "got = stored.decode_many(texts)\n"
-        "assert len(here) == 40 - int(40 * stored.HELPER_SHARE), len(here)  # the helper decoded its part\n"
-        "assert all(np.array_equal(g, real(t)) for g, t in zip(got, texts))\n"
-    )
-    # The helper searches modules where this process does, not in the directory it was started from.
-    elsewhere = tmp_path / "cwd"
-    elsewhere.mkdir()
-    shadowed = tmp_path / "shadowed.txt"
-    (elsewhere / "json.py").write_text(f"open({str(shadowed)!r}, 'a').write('imported')\n")
-    done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    assert done.returncode == 0, done.stderr
-    assert runs.read_text() == "ran\n"
-    assert not shadowed.exists()
-
-
-def test_no_helper_when_the_executable_is_not_a_python(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
-    """An interpreter embedded in another program (uWSGI, a frozen app) has no Python to start."""
-    for executable in ("/usr/bin/uwsgi", "", "/opt/app/server"):
-        monkeypatch.setattr(helper_process.sys, "executable", executable)
-        assert not stored._runnable_python()
-    monkeypatch.setattr(helper_process.subprocess, "Popen", lambda *a, **k: pytest.fail("started a helper"))
-    got = decode_many(["[0.5,0.25]", "[1e400]", "[2.0]"])
-    assert got[1] is None and np.array_equal(got[0], [0.5, 0.25])
-    for executable in ("/usr/bin/python3", "/venv/bin/python3.11", "/usr/bin/pypy3"):
-        monkeypatch.setattr(helper_process.sys, "executable", executable)
-        assert stored._runnable_python(), executable
-    monkeypatch.setattr(helper_process.os, "name", "nt")  # select() cannot wait on a pipe there
-    assert not stored._runnable_python()
 
 
 def test_decode_vector_reads_floats_and_ints() -> None:
@@ -465,66 +362,6 @@ def test_local_embedder_with_bundled_minilm(monkeypatch: pytest.MonkeyPatch) -> 
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.3
 
 
-def test_a_stop_while_waiting_for_the_helper_ends_it(monkeypatch: pytest.MonkeyPatch, helper_wanted: None) -> None:
-    """The run's deadline (SIGALRM) or a SIGTERM arrives as an exception in this thread: the wait
-    for the helper's reply gives way at once and the helper is killed."""
-    import signal
-    import time
-
-    started: list[subprocess.Popen] = []
-    real = subprocess.Popen
-
-    def recording(*args: object, **kwargs: object) -> subprocess.Popen:
-        started.append(real(*args, **kwargs))  # type: ignore[call-overload]
-        return started[-1]
-
-    class Stop(Exception):
-        pass
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise Stop()
-
-    monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
-    monkeypatch.setattr(helper_process.subprocess, "Popen", recording)
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    began = time.monotonic()
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.5)
-        with pytest.raises(Stop):
-            decode_many(["[0.5,0.25]", "[2.0]", "[0.125,1.0]", "[4.0]"])
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - began < 10
-    assert len(started) == 1 and started[0].poll() is not None  # killed, not left sleeping
-    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
-
-
-def test_helper_reply_round_trips_and_lengths_that_do_not_add_up_are_refused() -> None:
-    vectors = [np.array([0.5, -1.25], dtype=np.float32), None, np.array([3.0], dtype=np.float32)]
-    got = stored._unpack(stored._pack(vectors), 3)
-    assert got is not None and got[1] is None
-    assert np.array_equal(got[0], vectors[0]) and np.array_equal(got[2], vectors[2]) and got[0].flags.writeable
-    assert stored._unpack(stored._pack(vectors), 2) is None  # one vector more than asked for
-    wraps = np.array([2**63 - 1, 2**63 - 1, 3], dtype="<i8").tobytes() + bytes(4)  # an int64 sum of 1
-    assert stored._unpack(wraps, 3) is None
-
-
-@pytest.mark.parametrize("feed", [2_000, 3])
-def test_the_helper_decodes_texts_fed_in_several_pickles(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, feed: int) -> None:
-    """The texts reach the helper FEED_TEXTS to a pickle: every one is decoded once, in order."""
-    monkeypatch.setattr(stored, "FEED_TEXTS", feed)
-    texts = [encode_vector(np.full(4, i, dtype=np.float32)) for i in range(20)] + ODD_TEXTS
-    here: list[str] = []
-    real = stored.decode_stored
-    monkeypatch.setattr(stored, "decode_stored", lambda text: here.append(text) or real(text))
-    got = decode_many(texts)
-    assert here == texts[int(len(texts) * stored.HELPER_SHARE) :]
-    for text, vector in zip(texts, got, strict=True):
-        expected = real(text)
-        assert _same_vector(vector, expected), text
-
-
 def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
     """A migrated SQLite store's context trusting stored vectors of model-x, and notes of one partition."""
     from datetime import datetime, timezone
@@ -549,9 +386,9 @@ def ahead_context(tmp_path: Path) -> tuple[Any, list[Any]]:
     return PhaseContext(engine=db.engine, settings=settings, now=when), notes
 
 
-def test_vectors_fed_in_several_batches_through_a_helper_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """A Feed decodes FEED_BATCH texts at a time, a helper process taking a share of each batch:
-    the index's vectors equal decode_stored's, and a second read decodes nothing again."""
+def test_vectors_fed_in_several_batches_are_what_the_index_uses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A Feed decodes FEED_BATCH texts at a time: the index's vectors equal decode_stored's, each
+    text is decoded once, and a second read decodes nothing again."""
     from memctl import vectors
     from memctl.similarity import unit_rows
     from memctl.vectors import VectorIndex
@@ -564,29 +401,9 @@ def test_vectors_fed_in_several_batches_through_a_helper_are_what_the_index_uses
     index = VectorIndex(ctx, HashingEmbedder(dim=16))
     (pv,) = index.partitions({("k",): notes}).values()  # type: ignore[dict-item]
     texts = [n.embedding_vector for n in notes]
-    assert 0 < len(here) < len(texts)  # the helper decoded its share of every batch
+    assert sorted(here) == sorted(texts)
     assert pv.model == "model-x" and np.array_equal(pv.vectors, unit_rows(np.vstack([real(t) for t in texts])))
     decoded = len(here)
     index.partitions({("k",): notes})  # type: ignore[dict-item]
     assert len(here) == decoded  # decoded once per run
-    ctx.engine.dispose()
-
-
-def test_a_feed_given_up_ends_its_helpers(monkeypatch: pytest.MonkeyPatch, helper_wanted: None, tmp_path: Path) -> None:
-    """An error while rows are read leaves the `with` of a Feed: a helper still decoding is killed."""
-    from memctl import vectors
-    from memctl.vectors import stored_vectors
-
-    monkeypatch.setattr(vectors, "FEED_BATCH", 8)
-    monkeypatch.setattr(stored, "HELPER_CODE", "import time; time.sleep(60)")
-    ctx, notes = ahead_context(tmp_path)
-    with pytest.raises(RuntimeError, match="the read failed"):
-        with stored_vectors(ctx).feed() as feed:
-            for note in notes[:10]:
-                feed.add(note.id, note.embedding_vector)
-            helpers = [decoding.helper.process for _, decoding in feed._running]
-            assert helpers and all(h is not None and h.poll() is None for h in helpers)
-            raise RuntimeError("the read failed")
-    assert all(h.poll() is not None for h in helpers) and feed._running == []
-    assert not [t for t in threading.enumerate() if t.name.startswith("memctl-decode")]
     ctx.engine.dispose()

@@ -15,8 +15,7 @@ from typing import Optional, Sequence
 from memctl.authority import authority
 from memctl.records import NoteRecord
 from memctl.temporal import find_relative, normalise
-from memctl.text.decide import CONFLICT, SAME, Decision, NoteText, compare
-from memctl.text.wordings import read_note
+from memctl.text.decide import CONFLICT, SAME, Decision, NoteText, compare, read_note
 from memctl.text.statement import Sentence, analyse, covers, split_sentences
 
 MAX_CONTENT_CHARS = 2000

@@ -110,10 +110,6 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def optional_lower(value: Optional[str]) -> Optional[str]:
-    return None if value is None else str(value).lower()
-
-
 def read_rows(conn: Connection, columns: Sequence[sa.Column], where: Sequence[Any], order_by: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
     """Yield the rows of a query on `columns` as plain dicts, values as SQLAlchemy's types read them."""
     selected, fast = readable(columns, conn)

@@ -1,34 +1,16 @@
 """Phase 2, detect contradictions (DESIGN 4.2, seed US2, FR-020..024).
 
-Runs on the state the consolidate phase left. Candidates are unordered pairs of Active notes of
-one partition whose cosine reaches the embedder's contradiction threshold, except pairs of two
-notes this run's consolidation created that the authority rule cannot settle (a consolidated
-note carries its newest source's date, so most such pairs are judged the same night) and pairs
-an operator already has under review
-(memctl_review holds one row per pair, whatever its status).
+Candidates are pairs of Active notes of one partition at the contradiction threshold, on the
+state consolidate left, less pairs under review and pairs of two notes this run created that the
+authority rule cannot settle. Pairs touching a note new since the last maintenance go first;
+cached verdicts are free, at most `max_pairs` others are asked per run, and the rest wait for
+the next runs in the same order. An unusable reply pauses its pair (memctl/phases/asking.py).
 
-Pairs are ordered: those touching a note created or updated since the last completed maintenance
-run first, then by similarity. A pair whose verdict is cached for the same question (both notes'
-data as the judge sees it, the prompt and the model) is answered from the cache for free; at most
-`max_pairs` other pairs are asked per run; the ones left over wait, in the same order, for the
-next runs (after any pairs that are new by then), so over successive nights every candidate pair
-gets judged once instead of the same top pairs every night. A pair whose reply was unusable is
-left as it is and paused (asked again after a growing pause, memctl/phases/asking.py); while
-paused it is not asked and does not count against `max_pairs`.
-
-The judge only classifies; authority is decided here (FR-022, memctl/authority.py): notes created
-more than 7 days apart -> the newer wins; otherwise the higher ImportanceScore, where both have
-one; otherwise the higher AccessCount; otherwise both are kept and the pair is flagged for review.
-A model's verdict is applied only when its quotes hold (memctl/text/evidence.py): the same
-subject in both notes, every number or ID in which they differ inside the quoted values. A loser memctl must not revoke (Protected, Immutable or manual) is
-flagged too. A flag is a planned unit like a revocation (a `flag` mutation of memctl_review
-guarded by `check`s of both notes), so a dry-run writes nothing and a saved plan raises it when
-applied. Nothing in a reply can pick the loser: the reply has no note IDs, and one that names a
-note outside its pair is rejected.
-
-A partition whose every pair was answered with nothing to do, unchanged since (its notes and the
-pairs of it under review), is skipped (`memctl/settled.py`); vectors are read only for the
-partitions actually paired.
+The judge only classifies; authority is decided here (FR-022, memctl/authority.py). A model's
+verdict is applied only when its quotes hold (memctl/text/evidence.py). A loser memctl must not
+revoke is flagged for review; a flag is a planned unit like a revocation, guarded by `check`s of
+both notes. No reply field names a note: nothing in a reply can pick the loser. A partition
+whose every pair was answered with nothing to do, unchanged since, is skipped (memctl/settled.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Collection, Iterable, Mapping, Optional, Sequence
+from typing import Any, Collection, Mapping, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -576,10 +576,6 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
 
 class UnknownActionError(ValueError):
     """The change log holds an action this version of memctl cannot reverse."""
-
-
-def affected_records(changes: Iterable[Mapping[str, Any]]) -> set[str]:
-    return {str(c["RecordID"]).lower() for c in changes}
 
 
 def new_id() -> str:

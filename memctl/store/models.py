@@ -316,6 +316,3 @@ MJ_TABLES = ("Company", "User", "Conversation", "AIAgent", "AIAgentNoteType", "A
 MEMCTL_TABLES = ("memctl_change", "memctl_verdict", "memctl_embedding", "memctl_lock", "memctl_review", "memctl_pause")
 VERSION_TABLE = "memctl_alembic_version"
 
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)

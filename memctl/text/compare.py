@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
 from memctl.text import english, lexicon
-from memctl.text.statement import NOT, PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, stem, verb_base
+from memctl.text.statement import PREPOSITIONS, TENSE_MODAL_WORDS, Sentence, stem, verb_base
 from memctl.text.tokens import tokens
 
 SAME = "same_fact"
@@ -65,10 +65,6 @@ class Decision:
     def hard(self) -> bool:
         """Rests on hard evidence: numbers, IDs, e-mails, URLs (or names in a subject's place)."""
         return self.evidence in ("hard", "name")
-
-
-def _value(words: Sequence[str]) -> str:
-    return " ".join(w for w in words if w != NOT)
 
 
 def _joined(words: Sequence[str], spaceless: bool) -> str:

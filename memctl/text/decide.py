@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Callable, Iterable, Optional, Sequence, TypeVar
+from datetime import date, datetime
+from functools import cached_property, lru_cache, partial
+from typing import Callable, Optional, Sequence, TypeVar
 
+from memctl.temporal import normalise
 from memctl.text.compare import COMPLEMENTARY, CONFLICT, DIFFERENT, ELABORATION, SAME, Decision, compare, inflection, opening_hard
 from memctl.text.statement import Sentence, analyse, covers, german_nouns, split_sentences
 from memctl.text.tokens import CHAR, WORD, same_text_key, tokens
@@ -70,6 +72,11 @@ class NoteText:
     @property
     def hard(self) -> frozenset[str]:
         return frozenset().union(*(s.hard for s in self.sentences)) if self.sentences else frozenset()
+
+
+def read_note(text: str, created: date | datetime) -> NoteText:
+    """Return a note's text read sentence by sentence, its relative dates made absolute against its created date."""
+    return NoteText(text, partial(normalise, reference=created))
 
 
 @lru_cache(maxsize=16384)
@@ -339,11 +346,6 @@ def _joins(source: NoteText, x: NoteText, y: NoteText) -> bool:
 def _inner_conflict(note: NoteText) -> bool:
     pieces = [NoteText(p) for p in note.pieces]
     return any(decide(x, y).relation == CONFLICT for i, x in enumerate(pieces) for y in pieces[i + 1:])
-
-
-def hard_differences(notes: Iterable[NoteText]) -> list[str]:
-    """Return the hard evidence tokens of every note (for messages and tests)."""
-    return sorted(frozenset().union(*(n.hard for n in notes)))
 
 
 __all__ = [

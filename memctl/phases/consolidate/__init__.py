@@ -1,36 +1,17 @@
 """Phase 1, consolidate related notes (DESIGN 3 and 4.1, seed US1, FR-010..016).
 
-The phase only plans; the pipeline applies. Candidates are the Active, auto-generated notes
-that are neither Protected nor Immutable. Inside each partition (the exact scope tuple, never
-across scopes) they are clustered by cosine similarity, and each cluster is one question to the
-judge. A valid "yes" becomes one atomic unit: insert the synthesised note with the partition's
-scope (copied from a member row, so it can never be seen by anyone who could not see its
-sources) and revoke the sources into it. A "no" is cached and the cluster left alone; an
-invalid reply (bad IDs, unknown type, too long, relative dates left, a copy of an input note or
-of the prompt's example, a merge that drops a source's sentence) is unusable: it is not cached,
-the cluster is left as it is, the child step says why, and the question is paused
-(memctl/phases/asking.py).
+Candidates are the Active, auto-generated notes that are neither Protected nor Immutable. Inside
+each partition (never across scopes) they are clustered by cosine similarity; each cluster is one
+question to the judge. A valid "yes" is one atomic unit: insert the synthesis with the scope
+copied from a member row, and revoke the sources into it. An invalid reply is not cached, leaves
+the cluster as it is and pauses the question (memctl/phases/asking.py).
 
-A merged fact stays one note. A synthesis with the text of one of its sources
-(`memctl.text.tokens.same_text_key`) writes no note: that source stands and the others are revoked
-into it (unit "standing"), so a fact re-worded night after night keeps one ID, one vector and
-one history instead of a chain of copies. Exact copies in one partition are joined the same
-way before any cluster is formed, whatever the cluster minimum and without a model (unit
-"copies"). The note that stands is credited with the accesses of those it absorbs ("credit";
-`standing_unit` says what a Protected or Immutable one gets), and the units planned after it
-see it as credited, their guards included. No reply field names the note that stands: the
-reply's text is compared, so the decision never rests on an ID a model might confuse.
-
-Nested scopes: the only move across partitions is absorption. A user-level note whose broader
-counterpart (same agent, no user, every other scope dimension equal or NULL) already states
-every fact of it is revoked into that broader note. Nothing is copied upward and the broader
-note is never written: a `check` mutation makes the unit apply only while it is unchanged.
-Candidates for absorption are found by one blocked matrix product per narrower partition
-against the broader notes it may fall into, keeping only the best match of each note.
-
-A partition that needed nothing (every cluster declined, every absorption check answered "no"),
-unchanged since along with the broader partitions it meets, is skipped (`memctl/settled.py`).
-Vectors are read only for the partitions actually planned.
+A merged fact stays one note: a synthesis with a source's text writes no note, that source
+stands and the others are revoked into it ("standing"); exact copies and wordings of one fact
+are joined the same way without a model ("copies"). The note that stands is credited with the
+accesses of those it absorbs. The only move across partitions is absorption: a user note that a
+broader note of the same agent already states is revoked into it, the broader note guarded by a
+`check`. A partition that needed nothing and is unchanged since is skipped (memctl/settled.py).
 """
 
 from __future__ import annotations
@@ -68,7 +49,6 @@ from memctl.settled import MOSTLY_SETTLED, SettledMarks, marks_for, notes_digest
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.text.decide import NoteText
-from memctl.text.wordings import WordingKeys
 from memctl.vectors import VectorIndex, VectorStats, close_vectors, vector_index
 
 NAME = "consolidate"
@@ -282,15 +262,14 @@ class ConsolidatePhase:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
         # each partition's questions go out as soon as its clusters are known, while the next are
-        # clustered; a helper process reads the planned partitions' notes for their wordings meanwhile
-        wanted = [n for k in planned if len(active.get(k, ())) > 1 for n in active[k]]
-        with ClusterQuestions(ctx, get_judge, tally) as asked, WordingKeys(wanted) as read:
+        # clustered
+        with ClusterQuestions(ctx, get_judge, tally) as asked:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
             # Found while the answers come in: they do not depend on them, as a cluster's unit writes
             # only notes of its cluster (and a new one), and credits only those.
             touched = {mu.record_id for unit in copy_units for mu in unit.mutations} | {n.id for c in cases for n in c.notes}
             leftover = {k: [as_after(changes, n) for n in active[k] if n.id not in touched] for k in planned if k in active and k in vectors}
-            wordings = _wordings(leftover, partial(read.key, here=partial(wording, texts)), asked.flush)
+            wordings = _wordings(leftover, partial(wording, texts), asked.flush)
             more, more_copied = plan_copies(index, wordings, vectors, texts, SAME_WORDS) if wordings else ([], set())
             part.attach = asked.finish()
         cluster_units = [case.unit for case in cases if case.unit is not None]

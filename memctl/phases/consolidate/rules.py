@@ -19,9 +19,8 @@ from memctl.records import TIERS, NoteRecord, PartitionKey
 from memctl.similarity import pairs, stable_hash
 from memctl.store import models as m
 from memctl.store.changes import to_db_values
-from memctl.text.decide import NoteText, conflict
+from memctl.text.decide import NoteText, conflict, read_note
 from memctl.text.tokens import same_text_key
-from memctl.text.wordings import read_note
 from memctl.vectors import PartitionVectors
 
 TABLE = "AIAgentNote"
