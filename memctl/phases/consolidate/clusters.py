@@ -79,7 +79,7 @@ def cluster_cases(
         # quotes its evidence; the quotes and the synthesis are checked after (synthesis.py).
         # Offline, the rules keep apart what they cannot merge, and leave a note that holds a
         # conflicting value with another note of the partition to the contradiction phase.
-        model = not getattr(get_judge(), "rules", False)
+        model = not get_judge().rules
         contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
         for cluster in found:
             free = [members[i] for i in cluster if members[i].id not in contested]

@@ -153,7 +153,7 @@ class ClusterQuestions:
             return lambda: None
         answers, stats = self._asking.finish()
         self.tally.add(stats)
-        model = not getattr(self.get_judge(), "rules", False)
+        model = not self.get_judge().rules
         for case, answer in zip(self.cases, answers, strict=True):
             case.answer = answer
             _judge_case(self.ctx, case, self.tally if model else None)
