@@ -32,6 +32,7 @@ each dream's start time, to place the LLM rounds on the dream's clock.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import os
 import resource
@@ -42,15 +43,6 @@ import time
 import types
 from pathlib import Path
 from typing import Any, Optional
-
-# The process settings of the memctl console script (memctl/__main__.py), set before numpy loads:
-# a dream measured here runs as `memctl dream` would. MEMCTL_BENCH_DEFAULTS=1 keeps Python's and
-# OpenBLAS's defaults instead, to measure what those settings gain.
-if os.environ.get("MEMCTL_BENCH_DEFAULTS") != "1":
-    import gc
-
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    gc.set_threshold(100_000, 50, 100)
 
 PG_URL = os.environ.get("MEMCTL_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -129,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.store is None) == (args.pg_schema is None):
         parser.error("give a SQLite store file or --pg-schema")
+    # The process settings of the memctl console script (memctl/__main__.py), before numpy loads:
+    # a dream measured here runs as `memctl dream` would. MEMCTL_BENCH_DEFAULTS=1 keeps Python's
+    # and OpenBLAS's defaults instead, to measure what those settings gain.
+    if os.environ.get("MEMCTL_BENCH_DEFAULTS") != "1":
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        gc.set_threshold(100_000, 50, 100)
 
     here = Path(__file__).resolve().parent
     sys.path[:0] = [str(args.root), str(here.parent)]  # the measured memctl first, this harness after it

@@ -45,7 +45,8 @@ from memctl.embed.hashing import HashingEmbedder
 from memctl.embed.stored import decode_vector, encode_vector
 from memctl.llm.factory import make_judge
 from memctl.phases.archive import Retention, example_verdict, note_verdict
-from memctl.phases.contradictions import authority, protection
+from memctl.phases.contradictions import authority
+from memctl.protection import revocable
 from memctl.phases.notes import consolidatable
 from memctl.records import NOTE_COLUMNS, NoteRecord, note_record
 from memctl.settings import Settings
@@ -305,7 +306,7 @@ class Baseline:
                 if reply is None or not reply.isContradiction or reply.confidence < self.settings.confidence_floor:
                     continue
                 decided = authority(a, b)
-                if decided is None or protection(decided.loser):
+                if decided is None or not revocable(decided.loser.protection_tier, decided.loser.is_auto_generated):
                     result.extra["flagged"] = result.extra.get("flagged", 0) + 1
                     continue
                 self._save(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from sqlalchemy.engine import Engine
 
@@ -19,9 +19,6 @@ from memctl.llm.factory import make_judge
 from memctl.records import NoteRecord
 from memctl.settings import Settings
 from memctl.stopping import Deadline
-
-if TYPE_CHECKING:
-    from memctl.vectors import StoredVectors, VectorIndex
 
 
 class Reporter(Protocol):
@@ -88,10 +85,11 @@ class Services:
     """What a run builds once and its phases share."""
 
     judge: Optional[Judge] = None
-    #: the similarity index both LLM phases search (memctl.vectors.vector_index)
-    index: Optional["VectorIndex"] = None
-    #: the stored vectors both LLM phases decode (memctl.vectors.stored_vectors)
-    stored: Optional["StoredVectors"] = None
+    #: the VectorIndex both LLM phases search: built and typed by memctl.vectors.vector_index,
+    #: which sits above this module
+    index: Any = None
+    #: the StoredVectors both LLM phases decode: built and typed by memctl.vectors.stored_vectors
+    stored: Any = None
     #: left by consolidate for contradictions, which takes it
     snapshot: Optional[Snapshot] = None
 
