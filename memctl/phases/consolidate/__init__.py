@@ -221,12 +221,7 @@ class ConsolidatePhase:
         cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
 
         broader, eligible = _absorption_targets(ctx, overlay, notes, groups, lazy)
-        # A merged note stands for its fact: a later wording of it in its partition is asked about
-        # as an absorption (does the merged note state every fact of it?), whatever the cluster minimum;
-        # so is a note new since the last maintenance run that is like another note (`standing_candidates`)
-        since = ctx.last_maintenance_at
-        standing_keys = [k for k, members in groups.items() if settings.absorb and len(members) > 1
-                         and any(n.consolidation_count or (since is not None and is_new(n, since)) for n in members)]
+        standing_keys = _standing_keys(ctx, groups)
 
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
         mark_of, skipped = _marks(ctx, marks, groups, broader, eligible, [*cluster_keys, *standing_keys])
@@ -290,7 +285,7 @@ class ConsolidatePhase:
         if standing_keys:
             taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in absorbable}
             taken |= _awaiting(cases)
-            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge, since)
+            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge, ctx.last_maintenance_at)
         part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
         part.mark_of, part.eligible = mark_of, eligible
         part.cluster_keys = [*cluster_keys, *standing_keys]
@@ -385,6 +380,20 @@ def _absorption_targets(
             if found:
                 eligible[key] = found
     return broader, eligible
+
+
+def _standing_keys(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]) -> list[PartitionKey]:
+    """Return the partitions whose notes are asked about as absorptions into a standing note.
+
+    A merged note stands for its fact: a later wording of it in its partition is asked about (does
+    the merged note state every fact of it?), whatever the cluster minimum; so is a note new since
+    the last maintenance run that is like another note (`standing_candidates`).
+    """
+    if not ctx.settings.absorb:
+        return []
+    since = ctx.last_maintenance_at
+    return [k for k, members in groups.items() if len(members) > 1
+            and any(n.consolidation_count or (since is not None and is_new(n, since)) for n in members)]
 
 
 def _marks(
