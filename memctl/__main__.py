@@ -21,6 +21,8 @@ def main() -> None:
     """Entry point of the `memctl` console script."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(*CLI_GC_THRESHOLDS)
+    # imported here, not above: OpenBLAS reads its thread count when numpy loads, which the CLI's
+    # imports do (no import cycle is involved)
     from memctl.cli import main as cli_main
 
     cli_main()

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Optional, Sequence, TypeVar
+from typing import Any, Generic, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel
 
+from memctl.llm.prompts import Prompt
 from memctl.records import NoteRecord
-
-if TYPE_CHECKING:
-    from memctl.llm.prompts import Prompt
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -78,7 +76,7 @@ class Judge:
         """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
         raise NotImplementedError
 
-    def prompt(self, kind: str) -> Optional["Prompt"]:
+    def prompt(self, kind: str) -> Optional[Prompt]:
         """Return the prompt template `kind` is asked with (None: the judge has none)."""
         return None
 

@@ -245,7 +245,7 @@ class ContradictionPhase:
             plan.output["distrustReason"] = tally.distrust_reason
         if tally.veto_reasons:
             plan.output["vetoReasons"] = tally.veto_reasons[:10]
-        plan.message = _message(result, stats, tally, plan.input["maxPairs"])
+        plan.message = _message(result, stats, tally, plan.input["maxPairs"], plan.output.get("askAgainAt", {}))
         failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
         if failed == "unreachable":
             # no reply arrived at all: broken configuration or server, an operator must know
@@ -565,8 +565,8 @@ class ContradictionsResult(StepResult):
     pairs_left_for_next_run: int = 0
 
 
-def _message(result: ContradictionsResult, stats: AskStats, tally: Tally, max_pairs: int) -> str:
-    """Return the phase's one-line summary."""
+def _message(result: ContradictionsResult, stats: AskStats, tally: Tally, max_pairs: int, asked_again: dict[str, int]) -> str:
+    """Return the phase's one-line summary (`asked_again`: the output's "askAgainAt")."""
     unreached = stats.failed - stats.unusable
     return (
         f"{plural(result.pairs_analysed, 'pair')} judged ({stats.cached} cached, {stats.asked} asked), "
@@ -574,7 +574,7 @@ def _message(result: ContradictionsResult, stats: AskStats, tally: Tally, max_pa
         + (f"; {stats.unusable} unusable {'reply' if stats.unusable == 1 else 'replies'}" if stats.unusable else "")
         + (f"; {plural(unreached, 'failed call')}" if unreached else "")
         + (f"; {stats.paused} paused after unusable replies" if stats.paused else "")
-        + (f" (asked again: {ask_again_text(ask_again_output(stats.ask_again))})" if stats.ask_again else "")
+        + (f" (asked again: {ask_again_text(asked_again)})" if asked_again else "")
         + (f"; {result.pairs_left_for_next_run} left for the next run (max {max_pairs} asked per run)" if result.pairs_left_for_next_run else "")
         + (f"; {plural(tally.vetoed, 'verdict')} not applied: the notes name different subjects" if tally.vetoed else "")
         + (f"; {plural(tally.unproven, 'verdict')} not applied: the quotes do not show one subject" if tally.unproven else "")

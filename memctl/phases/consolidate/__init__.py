@@ -188,7 +188,7 @@ class ConsolidatePhase:
             plan.output["askAgainAt"] = ask_again_output(tally.ask_again)
         if not cases and not absorptions and not copy_units:
             plan.outcome = "no items"
-        plan.message = _message(result, tally)
+        plan.message = _message(result, tally, plan.output.get("askAgainAt", {}))
         if tally.apart_reasons:
             plan.output["keptApartReasons"] = tally.apart_reasons[:10]
         if tally.veto_reasons:
@@ -321,8 +321,8 @@ def _wordings(
     return wordings
 
 
-def _message(out: "ConsolidateResult", tally: Tally) -> str:
-    """Return the phase's one-line summary."""
+def _message(out: "ConsolidateResult", tally: Tally, asked_again: dict[str, int]) -> str:
+    """Return the phase's one-line summary (`asked_again`: the output's "askAgainAt")."""
     return (
         f"{plural(out.clusters_found, 'cluster')}: {out.clusters_consolidated} to consolidate, "
         + (f"{out.clusters_into_standing} into a standing note, " if out.clusters_into_standing else "")
@@ -336,7 +336,7 @@ def _message(out: "ConsolidateResult", tally: Tally) -> str:
         + (f"; {plural(tally.merges_vetoed, 'merge')} not applied: the quotes do not show one subject" if tally.merges_vetoed else "")
         + (f"; {tally.unusable} unusable {'reply' if tally.unusable == 1 else 'replies'}" if tally.unusable else "")
         + (f"; {tally.paused} {'question' if tally.paused == 1 else 'questions'} paused after unusable replies" if tally.paused else "")
-        + (f" (asked again: {ask_again_text(ask_again_output(tally.ask_again))})" if tally.ask_again else "")
+        + (f" (asked again: {ask_again_text(asked_again)})" if asked_again else "")
     )
 
 
