@@ -378,6 +378,8 @@ def _run_phase(
     report = PhaseReport(phase.name, phase.step_name, "planned")
     step_id = recorder.start_step(phase.step_name, "Decision")
     phase_plan: Optional[PhasePlan] = None
+    applied: list[UnitOutcome] = []  # filled as units apply, so a stop still knows what stays applied
+    children_recorded = False
     try:
         phase_plan = phase.plan(ctx, overlay)
         preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
@@ -393,14 +395,15 @@ def _run_phase(
             report.outcome = phase_plan.outcome
             report.entries = preview.entries(phase_plan)
         else:
-            outcomes = _apply(ctx, phase_plan, recorder, step_id, lease)
-            record_applied(phase_plan, outcomes, overlay)
-            _count_applied(report, outcomes)
+            _apply(ctx, phase_plan, recorder, step_id, lease, applied)
+            record_applied(phase_plan, applied, overlay)
+            _count_applied(report, applied)
             if phase_plan.all_or_nothing and report.skipped:
                 raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
             report.entries = preview.entries(phase_plan, report.skipped)
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
-            _record_children(recorder, phase_plan, outcomes, step_id)
+            _record_children(recorder, phase_plan, applied, step_id)
+            children_recorded = True
         report.seconds = time.monotonic() - started
         output = {**report.output, "outcome": report.outcome, "applied": report.applied, "skippedChanged": len(report.skipped), "seconds": round(report.seconds, 3)}
         if report.skipped:
@@ -412,12 +415,11 @@ def _run_phase(
         report.seconds = time.monotonic() - started
         if isinstance(stop, RunStopped):
             stop.phase_report = report
-        applied: Sequence[UnitOutcome] = getattr(stop, "applied_outcomes", ())
         if applied:
             _count_applied(report, applied)  # the units applied before the stop stay applied
         with stopping.closing():
             try:
-                if applied and phase_plan is not None:
+                if applied and phase_plan is not None and not children_recorded:
                     _record_children(recorder, phase_plan, applied, step_id, only_applied=True)
             except Exception:  # noqa: BLE001 - the change log still holds every applied change
                 pass
@@ -449,10 +451,12 @@ class PhaseError(MemctlError):
     exit_code = 1
 
 
-def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Optional[str], lease: Optional[leases.Lease]) -> list[UnitOutcome]:
+def _apply(
+    ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Optional[str], lease: Optional[leases.Lease], outcomes: list[UnitOutcome]
+) -> None:
+    """Apply `plan`'s units in batches, appending each batch's outcomes to `outcomes` as it commits."""
     assert recorder.run_id is not None
     apply_ctx = ApplyContext(ctx.engine, recorder.run_id, step_id, ctx.now)
-    outcomes = []
     ctx.reporter.start(plan.step_name, total=len(plan.units))
     try:
         for batch in batches(plan.units):
@@ -461,12 +465,8 @@ def _apply(ctx: PhaseContext, plan: PhasePlan, recorder: Recorder, step_id: Opti
                 raise PhaseError("the run lost its lease (another process took it over); stopping before the next unit")
             outcomes += apply_batch(apply_ctx, batch)
             ctx.reporter.advance(len(batch))
-    except (RunStopped, KeyboardInterrupt) as stop:
-        stop.applied_outcomes = outcomes  # type: ignore[union-attr]
-        raise
     finally:
         ctx.reporter.finish()
-    return outcomes
 
 
 def _count_applied(report: PhaseReport, outcomes: Sequence[UnitOutcome]) -> None:
