@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 
 from llmstub import LLMStub, Reply, notes_from_request
 from memctl.errors import ConfigError
-from memctl.llm.calls import Readers
+from memctl.llm.calls import within
 from memctl.llm.client import LLMClient
 from memctl.llm.schema import strict_schema
 from memctl.llm.judge import LLMJudge
@@ -143,20 +142,27 @@ def test_timeout_then_success(stub: LLMStub) -> None:
     assert 0.3 <= time.monotonic() - started < 1.9
 
 
-def reader_threads(other: frozenset = frozenset()) -> set[threading.Thread]:
-    """The live reader threads of LLM clients, leaving out `other` (those of earlier tests' clients)."""
+def call_threads(other: frozenset = frozenset()) -> set[threading.Thread]:
+    """The live call threads of LLM clients, leaving out `other` (those of earlier tests' clients)."""
     return {t for t in threading.enumerate() if t.name == "memctl-llm-call"} - other
 
 
-def test_a_reused_reader_stops_a_trickling_body_at_the_deadline(stub: LLMStub) -> None:
-    """Calls share their reader threads; a reused one still ends a call at its deadline when the
-    body trickles in (one byte every 50 ms: ~10 s for the whole reply), and close ends them."""
-    earlier = frozenset(reader_threads())
+def wait_for_no_call_threads(earlier: frozenset) -> None:
+    deadline = time.monotonic() + 5
+    while call_threads(earlier) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert call_threads(earlier) == set()
+
+
+def test_a_trickling_body_is_stopped_at_the_deadline_and_no_call_thread_outlives_its_call(stub: LLMStub) -> None:
+    """A body that trickles in (one byte every 50 ms: ~10 s for the whole reply) ends the call at its
+    deadline; the next call is answered, and once the server is done no call thread is left."""
+    earlier = frozenset(call_threads())
     client = make_client(stub, timeout=0.5, max_retries=0)
     stub.script(*[Reply.json(NOT_CONTRADICTION)] * 5)
     for _ in range(5):
         assert ask(client).reply is not None
-    assert len(reader_threads(earlier)) == 1  # one reader served five calls, one after the other
+    wait_for_no_call_threads(earlier)  # each call's thread ended with its call
 
     stub.script(Reply(content=NOT_CONTRADICTION, trickle=0.05), Reply.json(NOT_CONTRADICTION))
     started = time.monotonic()
@@ -166,50 +172,21 @@ def test_a_reused_reader_stops_a_trickling_body_at_the_deadline(stub: LLMStub) -
     assert client.counters() == {**client.counters(), "requests": 6, "timeouts": 1, "retries": 0}
     assert ask(client).reply is not None
     assert len(stub.chat_requests) == 7
-
     client.close()
-    deadline = time.monotonic() + 5
-    while reader_threads(earlier) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert reader_threads(earlier) == set()
 
 
-def test_readers_start_another_thread_while_one_is_held_past_its_deadline() -> None:
-    """A reader still busy with a call its caller gave up on never delays the next call."""
-    earlier = frozenset(reader_threads())
-    readers = Readers()
+def test_a_call_held_past_its_deadline_never_delays_the_next() -> None:
+    """`within` abandons a call at its deadline; the next one runs at once, and errors come back."""
+    earlier = frozenset(call_threads())
     release = threading.Event()
-    assert readers.run(lambda: release.wait(10) and "late", timeout=0.1) == (False, None, None)
-    assert readers.run(lambda: 42, timeout=5) == (True, 42, None)  # at once, by a second reader
-    assert len(reader_threads(earlier)) == 2
-    release.set()  # the first reader finishes its abandoned call and is idle again
-    deadline = time.monotonic() + 5
-    while len(readers._idle) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    error = ValueError("raised in the reader")
-    finished, result, raised = readers.run(lambda: (_ for _ in ()).throw(error), timeout=5)
-    assert (finished, result, raised) == (True, None, error)
-    assert len(reader_threads(earlier)) == 2  # both reused
-    readers.close()
-    while reader_threads(earlier) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert reader_threads(earlier) == set()
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
-def test_readers_in_a_forked_child_start_their_own_threads() -> None:
-    """The parent's idle readers do not exist in a forked child: a job handed to one would wait
-    out its whole deadline there."""
-    readers = Readers()
-    assert readers.run(lambda: "parent", timeout=5) == (True, "parent", None)  # one reader idle now
-    pid = os.fork()
-    if pid == 0:  # the child: exit 0 when its call ran at once
-        ok = readers.run(lambda: "child", timeout=3) == (True, "child", None)
-        os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert readers.run(lambda: "again", timeout=5) == (True, "again", None)
-    readers.close()
+    started = time.monotonic()
+    assert within(lambda: release.wait(10) and "late", timeout=0.1) == (False, None, None)
+    assert within(lambda: 42, timeout=5) == (True, 42, None)
+    assert time.monotonic() - started < 2.0
+    error = ValueError("raised in the call thread")
+    assert within(lambda: (_ for _ in ()).throw(error), timeout=5) == (True, None, error)
+    release.set()  # the abandoned call finishes, and its thread ends
+    wait_for_no_call_threads(earlier)
 
 
 @pytest.mark.parametrize("fault", [Reply.connection_reset(), Reply.truncated(NOT_CONTRADICTION)], ids=["reset", "truncated"])
@@ -621,19 +598,3 @@ def test_stub_runs_standalone() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=5)
-
-
-def test_a_reader_idle_for_idle_seconds_ends_and_the_next_call_starts_another() -> None:
-    import threading
-    import time
-
-    readers = Readers(name="memctl-test-idle-reader", idle_seconds=0.05)
-    alive = lambda: [t for t in threading.enumerate() if t.name == "memctl-test-idle-reader"]  # noqa: E731
-    assert readers.run(lambda: 41 + 1, timeout=5.0)[:2] == (True, 42)
-    assert len(alive()) == 1 and len(readers._idle) == 1  # kept for the next call
-    deadline = time.monotonic() + 5.0
-    while alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not alive() and readers._idle == []  # it ended, and no caller can hand it a job
-    assert readers.run(lambda: "again", timeout=5.0)[:2] == (True, "again")
-    readers.close()

@@ -1,16 +1,13 @@
-"""The LLM client's plumbing: call failures, concurrency bounds (pinned or `auto`), the reader
-threads that read reply bodies under a wall-clock deadline, and the JSON Lines call log."""
+"""The LLM client's plumbing: call failures, concurrency bounds (pinned or `auto`), calls made
+under a wall-clock deadline, and the JSON Lines call log."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import queue
 import statistics
 import threading
 import time
-import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -218,93 +215,22 @@ class CallLog:
             self._file.close()
 
 
-class _Job:
-    """One fetch handed to a reader thread; `done` is released once it ran and its reader is idle again."""
+def within(fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, Optional[BaseException]]:
+    """Run `fn` on a daemon thread; return (finished within `timeout`, its result, what it raised).
 
-    __slots__ = ("done", "error", "fn", "result")
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn: Optional[Callable[[], Any]] = fn
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.result: Any = None
-        self.error: Optional[BaseException] = None
-
-    def run(self) -> None:
-        fn, self.fn = self.fn, None
-        try:
-            self.result = fn()  # type: ignore[misc]
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-            self.error = exc
-
-
-class Readers:
-    """Threads that make HTTP calls for callers who wait on a wall-clock deadline, kept between calls.
-
-    A fetch goes to an idle reader, or a new one when all are busy, so a call abandoned at its
-    deadline never delays another. Readers are reused (a thread per call costs more CPU than the
-    rest of the client) and end after `idle_seconds` idle.
+    A call past its deadline is abandoned, never awaited: its thread ends when the call does.
     """
+    box: list[Any] = [None, None]
 
-    def __init__(self, name: str = "memctl-llm-call", idle_seconds: float = 60.0) -> None:
-        self.name = name
-        self.idle_seconds = idle_seconds
-        self._lock = threading.Lock()
-        #: the job queues of the readers waiting for work, the most recently idle last
-        self._idle: list[queue.SimpleQueue] = []
-        self._closed = False
-        _ALL_READERS.add(self)
+    def run() -> None:
+        try:
+            box[0] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            box[1] = exc
 
-    def _forget_threads(self) -> None:
-        # in a forked child: the parent's readers do not exist here, so no job may be handed to them
-        self._lock = threading.Lock()
-        self._idle = []
-
-    def run(self, fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, Optional[BaseException]]:
-        """Run `fn` in a reader; return (finished within `timeout`, its result, what it raised)."""
-        job = _Job(fn)
-        with self._lock:
-            jobs = self._idle.pop() if self._idle else None
-        if jobs is not None:
-            jobs.put(job)
-        else:
-            threading.Thread(target=self._serve, args=(job,), name=self.name, daemon=True).start()
-        if not job.done.acquire(timeout=max(0.0, timeout)):
-            return False, None, None
-        return True, job.result, job.error
-
-    def close(self) -> None:
-        """End the idle readers; busy ones end when their call does."""
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for jobs in idle:
-            jobs.put(None)
-
-    def _serve(self, job: Optional[_Job]) -> None:
-        jobs: queue.SimpleQueue = queue.SimpleQueue()
-        while job is not None:
-            job.run()
-            # back on the idle list before the caller hears of the result, so its next call reuses it
-            with self._lock:
-                closed = self._closed
-                if not closed:
-                    self._idle.append(jobs)
-            job.done.release()
-            job = None
-            if closed:
-                return
-            try:
-                job = jobs.get(timeout=self.idle_seconds)
-            except queue.Empty:
-                with self._lock:
-                    if any(q is jobs for q in self._idle):
-                        self._idle.remove(jobs)
-                        return
-                # a caller took this reader off the idle list just now: its job is on the way
-                job = jobs.get()
-
-
-_ALL_READERS: weakref.WeakSet[Readers] = weakref.WeakSet()
-if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
-    os.register_at_fork(after_in_child=lambda: [r._forget_threads() for r in list(_ALL_READERS)])
+    thread = threading.Thread(target=run, name="memctl-llm-call", daemon=True)
+    thread.start()
+    thread.join(max(0.0, timeout))
+    if thread.is_alive():
+        return False, None, None
+    return True, box[0], box[1]

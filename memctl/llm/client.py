@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from memctl.errors import ConfigError
 from memctl.llm.base import JudgeResult, Usage
-from memctl.llm.calls import AdaptiveLimiter, CallDropped, CallLog, CallTimeout, Limiter, Readers, ReplyTooLarge
+from memctl.llm.calls import AdaptiveLimiter, CallDropped, CallLog, CallTimeout, Limiter, ReplyTooLarge, within
 from memctl.llm.schema import schema_instructions, strict_schema, strip_fences
 from memctl.settings import mask_secrets, pinned_or_auto
 
@@ -116,8 +116,8 @@ class LLMClient:
             ("requests", "retries", "timeouts", "formatFallbacks", "concurrencyBackoffs", "deterministicErrors"), 0
         )
         self._log = CallLog(log_path, self._scrub) if log_path else None
-        self._readers = Readers()
-        #: response_format and schema-in-words per (schema model, name or mode): built once, sent as is
+        #: response_format and schema-in-words per (schema model, name or mode): built once, shared by
+        #: every request, never written to
         self._formats: dict[tuple[type[BaseModel], str], dict[str, Any]] = {}
 
     def __repr__(self) -> str:
@@ -156,8 +156,7 @@ class LLMClient:
             self._counts[name] += n
 
     def close(self) -> None:
-        """Close the HTTP connection pool (and the call log); idle reader threads end."""
-        self._readers.close()
+        """Close the HTTP connection pool (and the call log)."""
         self._openai.close()
         if self._log is not None:
             self._log.close()
@@ -292,7 +291,7 @@ class LLMClient:
         params["temperature"] = 0
         started = time.monotonic()
         deadline = started + self.timeout
-        finished, raw, error = self._readers.run(lambda: self._fetch(params, deadline), self.timeout + 0.05)
+        finished, raw, error = within(lambda: self._fetch(params, deadline), self.timeout + 0.05)
         seconds = time.monotonic() - started
         if not finished:
             raw, error = None, CallTimeout(f"no complete reply within {self.timeout:g}s")
@@ -362,7 +361,6 @@ class LLMClient:
     def _response_format(self, mode: int, reply_model: Optional[type[BaseModel]], schema_name: str) -> Optional[dict[str, Any]]:
         kind = FORMAT_MODES[mode]
         if kind == "json_schema" and reply_model is not None:
-            # built once per schema and shared by every request (nothing writes to it)
             key = (reply_model, schema_name)
             rf = self._formats.get(key)
             if rf is None:
