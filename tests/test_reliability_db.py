@@ -308,7 +308,7 @@ def test_a_note_changed_between_plan_and_apply_inside_one_dream_is_not_revoked(d
     original_apply = pipeline._apply
     later = NOW + timedelta(seconds=30)
 
-    def application_writes_then_apply(ctx, plan, recorder, step_id, lease):  # type: ignore[no-untyped-def]
+    def application_writes_then_apply(ctx, plan, recorder, step_id, lease, outcomes):  # type: ignore[no-untyped-def]
         with db.engine.begin() as conn:  # another process, committing while memctl is between plan and apply
             if plan.phase == "consolidate":
                 conn.execute(m.note.update().where(m.note.c.ID == groups[0]["cluster"][0]).values(Note=m.note.c.Note + " Confirmed again.", __mj_UpdatedAt=later))
@@ -316,7 +316,7 @@ def test_a_note_changed_between_plan_and_apply_inside_one_dream_is_not_revoked(d
                 conn.execute(m.note.update().where(m.note.c.ID.in_(groups[1]["pair"])).values(LastAccessedAt=later, __mj_UpdatedAt=later))
             if plan.phase == "archive":
                 conn.execute(m.note.update().where(m.note.c.ID == stale).values(LastAccessedAt=later, AccessCount=1, __mj_UpdatedAt=later))
-        return original_apply(ctx, plan, recorder, step_id, lease)
+        return original_apply(ctx, plan, recorder, step_id, lease, outcomes)
 
     monkeypatch.setattr(pipeline, "_apply", application_writes_then_apply)
     with LLMStub() as stub:
