@@ -1,11 +1,10 @@
-"""The `memctl` console script and `python -m memctl`: process-wide settings a run wants, then the CLI.
+"""The `memctl` console script and `python -m memctl`: process-wide settings, then the CLI.
 
-These belong to the process, so the library never changes them; only this entry point does:
-- OpenBLAS on one thread, set before numpy loads. memctl's products are small (a user's notes
-  against its company's); BLAS threads only spin-wait between them, and one thread gives results
-  that do not depend on the machine's core count.
+They belong to the process, so only this entry point sets them, never the library:
+- OpenBLAS on one thread, before numpy loads: the products are small, extra BLAS threads only
+  spin-wait, and one thread makes results independent of the machine's core count.
 - Rarer cyclic collections: a dream creates millions of short-lived records that reference
-  counting frees; the default thresholds walk the whole heap for them again and again.
+  counting frees; the default thresholds rescan the whole heap for them again and again.
 """
 
 from __future__ import annotations
@@ -13,16 +12,14 @@ from __future__ import annotations
 import gc
 import os
 
-#: the collector's thresholds while the CLI runs (generation 0, 1, 2)
+#: gc thresholds while the CLI runs (generations 0, 1, 2)
 CLI_GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def main() -> None:
-    """Entry point of the `memctl` console script."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(*CLI_GC_THRESHOLDS)
-    # imported here, not above: OpenBLAS reads its thread count when numpy loads, which the CLI's
-    # imports do (no import cycle is involved)
+    # imported late, not for a cycle: OpenBLAS reads its thread count when the CLI imports numpy
     from memctl.cli import main as cli_main
 
     cli_main()

@@ -118,8 +118,8 @@ def run_phase(settings: Settings, name: str, options: RunOptions = RunOptions(),
 def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
     """Apply a saved plan exactly; actions whose rows changed since planning are skipped.
 
-    The plan is validated whole first (memctl/plancheck.py): one action memctl could not have
-    planned refuses the plan (exit 2) before anything is written.
+    The whole plan is validated first (memctl/plancheck.py): one action memctl could not have
+    planned refuses it (exit 2) before anything is written.
     """
     plan = load_plan(path)
     engine = engine or open_store(settings)
@@ -220,10 +220,10 @@ def _require_known_actions(engine: Engine, run_id: str) -> None:
 
 
 def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:
-    """Drop cached vectors (all, or one model's) and, with `verdicts`, cached LLM verdicts and question pauses; return rows removed.
+    """Drop cached vectors (all, or one model's) and, with `verdicts`, LLM verdicts and question pauses.
 
-    Safe at any time: a cache only saves work; the next run embeds (and asks) again, paused
-    questions included.
+    Return rows removed per kind. Safe at any time: a cache only saves work; the next run embeds
+    (and asks) again, paused questions included.
     """
     engine = engine or open_store(settings)
     removed = {}

@@ -1,9 +1,7 @@
 """The authority rule (FR-022): which of two conflicting notes is the current truth.
 
-As MemberJunction's own contradiction prompt orders it: created more than 7 days apart, the
-newer one; otherwise the higher ImportanceScore, where both notes have one; otherwise the more
-accessed one; otherwise neither (a person decides: `memctl review`). The contradiction phase
-picks winners by it; consolidation checks that a merged note keeps the value it keeps.
+The order is that of MemberJunction's own contradiction prompt. The contradiction phase picks
+winners by it; consolidation checks that a merged note keeps the winner's value.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from typing import Optional
 
 from memctl.records import NoteRecord
 
-#: notes created more than this far apart: the newer one is the current truth (FR-022)
+#: created further apart than this, the newer note is the current truth (FR-022)
 SUPERSEDE_AFTER = timedelta(days=7)
 
 
@@ -28,7 +26,7 @@ class Authority:
 
 
 def authority(a: NoteRecord, b: NoteRecord) -> Optional[Authority]:
-    """Apply FR-022: newer by over 7 days, else more important, else more accessed; else None."""
+    """Apply FR-022: newer by over 7 days, else more important, else more accessed; None: a person decides (`memctl review`)."""
     gap = abs(a.created_at - b.created_at)
     if gap > SUPERSEDE_AFTER:
         newer, older = (a, b) if a.created_at > b.created_at else (b, a)

@@ -1,9 +1,8 @@
-"""The context a maintenance run plans in: the store, the settings, the clock, the scope it
-works on, how it reports progress, and the services (judge, embedder...) it builds once.
+"""The context a maintenance run plans in: store, settings, clock, scope, progress reporting,
+and the services (judge, embedder...) it builds once.
 
-The phases plan in it, and so do the helpers below them that read the store for a phase
-(vectors, settled partitions, reviews): it lives under the phases so that those need not
-reach up into them.
+It lives under the phases so that the helpers that read the store for them (vectors, settled
+partitions, reviews) need not reach up into them.
 """
 
 from __future__ import annotations
@@ -34,8 +33,6 @@ class Reporter(Protocol):
 
 
 class NullReporter:
-    """Reports nothing."""
-
     def start(self, label: str, total: Optional[int] = None) -> None:
         return None
 
@@ -55,8 +52,8 @@ class Scope:
 
     agent_id: Optional[str] = None
     shard: Optional[tuple[int, int]] = None
-    #: a slice of the scope's agents, every spelling the store holds their IDs in (None: no
-    #: agent), which the LLM phases plan one at a time in a large store (memctl/phases/slices.py)
+    #: one slice of the scope's agents, every spelling of their IDs in the store (None: no agent);
+    #: the LLM phases plan a large store slice by slice (memctl/phases/slices.py)
     agents: Optional[tuple[Any, ...]] = None
 
     def lock_name(self) -> str:
@@ -70,9 +67,9 @@ class Scope:
 class Snapshot:
     """The Active notes the consolidate phase loaded, for the contradictions phase of the same run.
 
-    `touched`: the notes consolidate's units name (lower-case IDs), read again (`refreshed`);
-    every other note is taken as loaded. A row another application changed in between is
-    planned on as loaded, and the guard of a unit planned on it refuses the unit at apply.
+    `touched`: the notes consolidate's units name (lower-case IDs), read again; the rest are
+    taken as loaded. A row another application changed in between is planned on as loaded, and
+    the guard of a unit planned on it refuses the unit at apply.
     """
 
     notes: list[NoteRecord]
@@ -85,10 +82,9 @@ class Services:
     """What a run builds once and its phases share."""
 
     judge: Optional[Judge] = None
-    #: the VectorIndex both LLM phases search: built and typed by memctl.vectors.vector_index,
-    #: which sits above this module
+    #: a memctl.vectors VectorIndex (Any: that module sits above this one)
     index: Any = None
-    #: the StoredVectors both LLM phases decode: built and typed by memctl.vectors.stored_vectors
+    #: a memctl.vectors StoredVectors
     stored: Any = None
     #: left by consolidate for contradictions, which takes it
     snapshot: Optional[Snapshot] = None
@@ -107,7 +103,7 @@ class PhaseContext:
     #: a dry-run writes nothing at all, not even memctl's own caches
     dry_run: bool = False
     services: Services = field(default_factory=Services)
-    #: the run's deadline (the pipeline sets it from run_deadline_seconds)
+    #: set by the pipeline from run_deadline_seconds
     deadline: Deadline = field(default_factory=Deadline.unbounded)
 
     def judge(self) -> Judge:

@@ -1,10 +1,9 @@
 """`memctl demo`: a fresh SQLite store with planted problems, dreamt offline.
 
-The corpus is small enough to read and covers every rule: near-duplicate groups per user and per
-company, contradictory pairs whose dates and access counts exercise each authority rule (recency,
-access count, a tie flagged for review, a Protected loser), notes of a disabled agent and of a
-deleted user and conversation, expired and stale notes and examples, per-agent retention, and
-manual, Protected and Immutable notes that must survive.
+The corpus is small enough to read and covers every rule: near-duplicates per user and per company,
+contradictions for each authority rule (recency, access count, a tie for review, a Protected loser),
+notes of a disabled agent and of a deleted user and conversation, expired and stale notes and
+examples, per-agent retention, and manual, Protected and Immutable notes that must survive.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ ACME, GLOBEX = "company:acme", "company:globex"
 ALICE, BOB, CAROL, DAVE, ERIN = "user:alice", "user:bob", "user:carol", "user:dave", "user:erin"
 
 NOTES = [
-    # near-duplicates: alice's summary preference, noted five times over a month, two with a detail
-    # and two in the very same words (exact copies: joined whatever the cluster minimum)
+    # near-duplicates: five of alice's, two with a detail, two exact copies (joined whatever the cluster minimum)
     DemoNote("alice-email-1", "Alice prefers a short email summary after each support call.", SUPPORT, 30, ALICE, ACME, access=3),
     DemoNote("alice-email-2", "Alice prefers a short email summary after each support call.", SUPPORT, 21, ALICE, ACME, access=2),
     DemoNote("alice-email-3", "Alice prefers a short email summary after each support call. Summaries should be sent the same day.", SUPPORT, 14, ALICE, ACME, access=4),
@@ -173,9 +171,8 @@ def seed(engine: Any, now: datetime) -> int:
 def command_prefix(argv0: Optional[str] = None) -> str:
     """Return a shell command that runs this memctl again from the current directory.
 
-    `make demo` runs `.venv/bin/memctl`, which is not on the PATH: the commands the demo prints
-    must name it as it was run. A `memctl` found first on the PATH is called by its name;
-    anything else (python -m memctl, a test runner) by this interpreter's `-m memctl`.
+    `make demo` runs `.venv/bin/memctl`, which is not on the PATH, so the printed commands name it as
+    run: by its name when it is the PATH's `memctl`, else (python -m memctl, a test runner) `-m memctl`.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
     name = os.path.basename(argv0)

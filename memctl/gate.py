@@ -1,9 +1,8 @@
 """The maintenance gate (FR-003): does `memctl dream` have work to do yet?
 
-The gate opens when no maintenance run has completed, or when the last completed one started
-at least `gate_hours` ago, and, when `gate_min_new_notes` is set, at least that many active
-notes arrived since then (Auto Dream's dual gate). Only completed dream runs count: a failed
-run, a gate skip, a single-phase command or a dry-run never closes the gate.
+Open when no maintenance run has completed, or the last completed one started `gate_hours` ago
+and (when `gate_min_new_notes` is set) that many active notes arrived since: Auto Dream's dual
+gate. A failed run, a gate skip, a single-phase command or a dry-run never closes the gate.
 """
 
 from __future__ import annotations
@@ -55,7 +54,6 @@ def last_completed_maintenance(conn: sa.Connection, shard: Optional[tuple[int, i
 
 
 def check_gate(conn: sa.Connection, settings: Settings, now: datetime, shard: Optional[tuple[int, int]] = None) -> GateDecision:
-    """Decide whether a dream should run now."""
     last = last_completed_maintenance(conn, shard, memctl_agent(settings))
     if last is None:
         return GateDecision(True, "no maintenance run has completed yet", None, None)

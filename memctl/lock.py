@@ -1,10 +1,9 @@
 """The run lease: one maintenance run per database (or per shard) at a time.
 
-A lease is a row in memctl_lock with an expiry, renewed by a background thread while the run
-works. A second holder is refused while the lease is live; a lease whose holder died expires,
-and the next run takes it over and closes the dead run as Failed. A lease never lasts past its
-run's deadline (`run_deadline_seconds`): renewals stop there and no expiry is set beyond it, so a
-run kept alive by a server trickling its replies cannot hold the store for ever.
+A lease is a memctl_lock row with an expiry, renewed by a background thread while the run works.
+A live lease refuses a second holder; a dead holder's lease expires, and the next run takes it over
+and closes the dead run as Failed. No lease lasts past its run's deadline (`run_deadline_seconds`),
+so a run kept alive by a server trickling its replies cannot hold the store for ever.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ class LeaseRefused:
     holder: str
     run_id: Optional[str]
     expires_at: str
-    #: when the holder took the lease (None when unknown)
+    #: None when unknown
     acquired_at: Optional[datetime] = None
 
 
@@ -156,9 +155,8 @@ def acquire(
 ) -> Lease | LeaseRefused:
     """Take the lease `name`, taking over an expired one; return the Lease or who holds it.
 
-    A live lease that overlaps `name` (the same name, an unsharded run against shard workers,
-    or shard workers with a different shard count) refuses it. With `deadline_seconds` the
-    lease never expires later than that many seconds from now.
+    A live lease that `overlaps` it refuses it. With `deadline_seconds` the lease never expires
+    later than that many seconds from now.
     """
     holder = holder or holder_name()
     now = clock()

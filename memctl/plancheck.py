@@ -1,14 +1,13 @@
 """Validate what a saved plan asks before `memctl apply` writes anything.
 
 A plan file is operator input and may have been edited. Guards prove only that the rows are as
-the plan says; this module checks that what it says is something memctl itself could have
-planned: each phase's own actions, on their tables, with full guards; an inserted note in exactly
-its sources' scope; revocations only into a note of the same or a broader scope (DESIGN 3) that
-the unit guards; a standing note absorbing only notes of its own scope, credited with exactly
-their access figures; no revoke or archive of a Protected, Immutable or manual note; values of
-the right type and length; no NUL byte. These checks read the guards, which apply compares with
-the rows, so a plan passes only if the rows really make it allowed. A failing plan is refused
-whole (exit 2); nothing is written, not even a run record.
+the plan says; this checks that memctl itself could have planned it: each phase's own actions on
+their tables, with full guards; an insert in exactly its sources' scope; revocations only into a
+note the unit guards, of the same or a broader scope (DESIGN 3); a standing note absorbing only
+its own scope's notes, credited with exactly their access figures; no revoke or archive of a
+Protected, Immutable or manual note; values of the right type and length; no NUL byte. The checks
+read the guards, which apply compares with the rows, so a plan passes only if the rows allow it.
+A failing plan is refused whole (exit 2): nothing is written, not even a run record.
 """
 
 from __future__ import annotations
@@ -200,10 +199,9 @@ def _moment(value: Any) -> Optional[datetime]:
 
 
 def _inherited_problem(values: Mapping[str, Any], guards: list[Mapping[str, Any]], planned_at: Optional[datetime]) -> Optional[str]:
-    """Check what a consolidated note inherits from its sources (as their guards show them), as
-    memctl's consolidate phase sets it: the strongest protection; the access count, last access
-    and expiry the rules read (never more access, never a later expiry, never an expiry that no
-    source had); a fact date no later than the planning."""
+    """Check what a consolidated note inherits from its sources' guards, as consolidate sets it:
+    the strongest protection; no more access, no later last access; the sources' latest expiry (none
+    if one never expires); a fact date no later than the planning."""
     strongest = max((g.get("ProtectionTier") if g.get("ProtectionTier") in TIERS else "Standard" for g in guards), key=TIERS.index)
     if values.get("ProtectionTier", "Standard") != strongest:
         return f"a consolidated note has its sources' strongest ProtectionTier {strongest!r}, not {values.get('ProtectionTier')!r}"
@@ -230,9 +228,8 @@ def _inherited_problem(values: Mapping[str, Any], guards: list[Mapping[str, Any]
 
 
 def _credit_problem(values: Mapping[str, Any], own: Mapping[str, Any], guards: list[Mapping[str, Any]]) -> Optional[str]:
-    """Check what a standing note is credited with, as memctl's consolidate phase sets it: its own
-    AccessCount plus those of the notes revoked into it (a negative one counts as 0), and the
-    latest LastAccessedAt of them all (as their guards show them)."""
+    """Check a standing note's credit, as consolidate sets it: its own AccessCount plus its absorbed
+    notes' (a negative one counts as 0), and the latest LastAccessedAt of them all (per the guards)."""
     counts = [own.get("AccessCount") or 0, *(g.get("AccessCount") or 0 for g in guards)]
     total = sum(max(0, c) for c in counts if isinstance(c, int))
     if values["AccessCount"] != total:

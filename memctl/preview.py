@@ -1,11 +1,9 @@
 """What a plan or a run changes, as people read it: every record with its text.
 
-After a phase plans, `attach_texts` stores the text of every record its units touch in
-`Unit.detail["texts"]` (display data only: apply never reads it), so the texts travel with
-`--json` and `--plan-out`, and a plan applied later shows what it previewed. `entries` turns a
-phase plan into `Entry` items (a merge with its sources, a loser with its winner and rule, an
-archived record with its reason); `run_entries` rebuilds them for a finished run from its change
-log (`memctl runs show`).
+`attach_texts` stores the text of every record a phase's units touch in `Unit.detail["texts"]`
+(display only: apply never reads it), so texts travel with `--json` and `--plan-out` and a plan
+applied later shows what it previewed. `entries` reads a phase plan; `run_entries` rebuilds the
+same entries from a finished run's change log (`memctl runs show`).
 """
 
 from __future__ import annotations
@@ -99,10 +97,10 @@ def example_text(row: Mapping[str, Any]) -> str:
 
 
 def attach_texts(engine: Engine, plan: PhasePlan, known: Optional[Mapping[str, str]] = None) -> None:
-    """Store in each unit's detail the text of every record it touches (see the module docstring).
+    """Store in each unit's detail the text of every record it touches.
 
-    `known` maps note IDs to texts that are not in the database yet (notes a dry-run's earlier
-    phases would create). Units that already carry texts (a saved plan being applied) keep them.
+    `known`: texts of notes not in the database yet (a dry-run's earlier phases would create them).
+    Units that already carry texts (a saved plan being applied) keep them.
     """
     wanted: dict[str, set[str]] = defaultdict(set)
     inserted: dict[str, str] = {}

@@ -1,8 +1,7 @@
 """Terminal rendering of previews and runs (rich): texts fitted to a terminal, never cut when piped.
 
-On a terminal a preview shows each record's text on up to `TEXT_LINES` lines, the last ending in
-an ellipsis when the text is longer (`--json` and `--plan-out` carry the full texts). Piped,
-every line is printed whole, and the consoles report a very wide width so nothing is folded.
+On a terminal a record's text gets up to `TEXT_LINES` lines, the last ending in an ellipsis when
+cut (`--json` and `--plan-out` carry the full texts). Piped, every line is printed whole.
 """
 
 from __future__ import annotations
@@ -46,8 +45,8 @@ class SafeConsole(Console):
 
 
 def fitted(console: Console, text: str, indent: str, max_lines: int = 1) -> list[Text]:
-    """Return `text` as lines starting with `indent`: on a terminal at most `max_lines` of its width
-    (the last ending in an ellipsis when some text is left out); piped, the whole text unwrapped."""
+    """Return `text` as lines starting with `indent`: on a terminal at most `max_lines` (an ellipsis
+    ending a cut text); piped, the whole text unwrapped."""
     clean = printable(text.replace("\r\n", "\n"))
     if not console.is_terminal:
         return [Text(indent + line) for line in clean.split("\n")]

@@ -1,9 +1,8 @@
 """A Markdown report of a run or a dry-run, fit for cron mail or a ticket (`--format markdown`).
 
-It shows what each phase changed (or would change) with the records' texts, each step's counts,
-and the pairs flagged for review, and reads as well raw as rendered. Nothing is cut silently: a
-long list ends with a line saying how many entries are not shown. The view comes from a live
-`RunReport` or from a finished run read back from the store (`memctl runs show RUN`).
+Each phase's changes with the records' texts, its counts, and the pairs flagged for review; it
+reads as well raw as rendered. Nothing is cut silently: a long list ends with a line saying how
+many entries are not shown. Built from a live `RunReport` or a stored run (`memctl runs show RUN`).
 """
 
 from __future__ import annotations
@@ -82,7 +81,6 @@ def _counts(data: Any) -> dict[str, Any]:
 
 
 def from_run_report(report: RunReport) -> ReportView:
-    """Return the view of a report the pipeline just produced."""
     dry = report.status == "dry-run"
     view = ReportView(report.command, report.status, report.message, None if dry else report.run_id, dry_run=dry)
     for p in report.phases:
@@ -110,7 +108,6 @@ def from_stored_run(engine: Engine, run: Mapping[str, Any], steps: Sequence[Any]
 
 
 def markdown(view: ReportView) -> str:
-    """Return the report as Markdown."""
     lines: list[str] = []
     heading = f"{view.command} --dry-run: preview, nothing was written" if view.dry_run else f"{view.command}: {view.status}"
     lines.append(f"# {md(heading)}")

@@ -1,13 +1,10 @@
 """Contradictions flagged for an operator: list them, resolve one, or dismiss it (`memctl review`).
 
-The contradictions phase flags a pair when the authority rule cannot decide or the loser is a
-note memctl never revokes (Protected, Immutable, manual). An operator settles it here:
-
-- resolve, keeping one note: the other is revoked into it (action "resolve": allowed on manual
-  and Protected notes, never on an Immutable one); the row becomes Resolved with KeptNoteID;
-- dismiss: both notes stay, the row becomes Dismissed, and the pair is never flagged again.
-
-Settling is a recorded run planned and applied like any phase, so `memctl undo RUN` brings the
+The contradictions phase flags a pair when the authority rule cannot decide or the loser is a note
+memctl never revokes (Protected, Immutable, manual). Resolving keeps one note and revokes the other
+into it (action "resolve": allowed on manual and Protected notes, never on Immutable); the row
+becomes Resolved with KeptNoteID. Dismissing keeps both; the row becomes Dismissed and the pair is
+never flagged again. Settling is a recorded run like any phase, so `memctl undo RUN` brings the
 note back and reopens the pair.
 """
 
@@ -180,8 +177,8 @@ def _pick_note(item: ReviewItem, note_id: str) -> ReviewNote:
 def settlement_plan(engine: Engine, item: ReviewItem, keep: Optional[str], dismiss: bool, now: datetime) -> PhasePlan:
     """Plan settling `item`: keep one note (the other revoked into it) or dismiss the flag.
 
-    Every precondition is checked here, so a wrong request is a usage error before anything runs;
-    the guards re-check the rows when the plan is applied.
+    Preconditions are checked here, so a wrong request fails before anything runs; the guards
+    re-check the rows at apply.
     """
     if dismiss == (keep is not None):
         raise UsageError("give exactly one of --keep A|B|NOTE_ID (revoke the other note) or --dismiss (keep both)")

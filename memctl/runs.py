@@ -1,8 +1,7 @@
 """Find a run by its full ID or a unique prefix, as every command that takes a RUN_ID does.
 
 A prefix needs at least 4 characters (as git asks of an abbreviated commit), so a slip of the
-finger cannot pick a run by accident; a prefix that matches several runs is a usage error that
-lists them, newest first.
+finger cannot pick a run; an ambiguous one is a usage error listing the matches, newest first.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from sqlalchemy.engine import make_url
 from memctl.errors import ConfigError
 
 DEFAULT_DB_FILE = "memctl.db"
-#: the default cap of llm_concurrency = "auto": enough to keep a hosted API busy while staying under
-#: many accounts' rate limits; beyond it the client's own CPU per request starts to be the bound
+#: llm_concurrency = "auto"'s default cap: keeps a hosted API busy under many accounts' rate
+#: limits; beyond it the client's own CPU per request becomes the bound
 CONCURRENCY_MAX = 32
 
 
@@ -42,7 +42,7 @@ class Settings:
     #: requests in flight: "auto" (grow while latency holds, back off on rising latency, timeouts,
     #: 429 and 503) or a number that pins the bound (halved on those, grown back after successes)
     llm_concurrency: Union[int, str] = "auto"
-    #: the cap of llm_concurrency = "auto" (a pinned number is its own ceiling); see CONCURRENCY_MAX
+    #: auto's cap (a pinned number is its own ceiling)
     llm_concurrency_max: int = CONCURRENCY_MAX
     #: auto (json_schema, falling back to json_object, then text) or one of those to start from
     llm_response_format: str = "auto"
@@ -53,8 +53,7 @@ class Settings:
     llm_context_tokens: Optional[int] = None
     #: append every LLM request and reply to this JSON Lines file (secrets scrubbed)
     llm_log: Optional[str] = None
-    #: questions of one kind sent in one request (contradiction pairs, absorption checks,
-    #: consolidation clusters), each answered and validated on its own; 1 = one per request
+    #: questions of one kind per request, each answered and validated on its own; 1 = one per request
     questions_per_call: int = 10
 
     embed_provider: str = "hashing"
@@ -62,8 +61,8 @@ class Settings:
     embed_base_url: Optional[str] = None
     embed_api_key: Optional[str] = None
     embed_batch_size: int = 256
-    #: the EmbeddingModelID (MJ AIModel ID) of the compute embedder's model, when the store keeps
-    #: vectors of that model: its stored vectors are then used as-is and notes memctl creates get one
+    #: the EmbeddingModelID (MJ AIModel ID) of the compute embedder's model, when the store keeps its
+    #: vectors: they are then used as-is, and notes memctl creates get one
     embed_model_id: Optional[str] = None
 
     consolidate_threshold: Optional[float] = None
@@ -83,8 +82,8 @@ class Settings:
     absorb: bool = True
     #: plan every partition, ignoring the marks of partitions already found to need nothing
     replan: bool = False
-    #: a scope of more Active notes than this is read by the LLM phases in slices of whole agents,
-    #: so peak memory follows the largest slice (memctl/phases/slices.py); 0 = the whole scope at once
+    #: above this many Active notes the LLM phases read the scope in slices of whole agents, so peak
+    #: memory follows the largest slice (memctl/phases/slices.py); 0 = the whole scope at once
     slice_notes: int = 150_000
 
     prune_cap: int = 200
@@ -161,7 +160,6 @@ _SECTION_ALIASES = {"db": "db_", "llm": "llm_", "embed": "embed_", "gate": "gate
 
 
 def mask_url(url: str) -> str:
-    """Return `url` with any password replaced by ***."""
     if not url:
         return url
     try:
@@ -387,7 +385,7 @@ def _validate(s: Settings) -> None:
 
 
 def pinned_or_auto(value: Any) -> bool:
-    """Whether a concurrency setting is `auto` or a whole number of at least 1 (not a bool)."""
+    """Return whether a concurrency setting is `auto` or a whole number of at least 1 (not a bool)."""
     return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
 
 

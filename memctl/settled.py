@@ -1,17 +1,16 @@
 """Settled partitions: a partition whose planning found nothing to do is not planned again until it changes.
 
-When a phase plans a partition to nothing with every question answered (none failed, paused or
-left for a later run), it records a *settled mark*: a key hashing everything planning depends on:
-the phase and `VERSION`; `plan_settings`; the judge's model and prompt-template hashes; every note
-of the partition as planning sees it (`__mj_UpdatedAt` included, the vector text not: rewriting a
-vector moves `__mj_UpdatedAt`); and whatever else the phase compares it with (broader partitions,
-pairs under review). The mark is content-addressed ("this exact input plans to nothing"), so it
-can be written while planning and needs no undo: any edit, setting or prompt change gives another
-key. Marks live in the verdict cache (kind `settled:<phase>`); a dry-run never writes them and
-`--replan` ignores them.
+A partition planned to nothing with every question answered (none failed, paused or deferred)
+gets a *settled mark*: a key hashing all planning depends on: the phase and `VERSION`;
+`plan_settings`; the judge's model and template hashes; every note as planning sees it
+(`__mj_UpdatedAt` included, the vector text not: rewriting a vector moves `__mj_UpdatedAt`); and
+whatever else the phase compares it with (broader partitions, pairs under review). Being
+content-addressed, a mark can be written while planning and needs no undo: any edit, setting or
+prompt change gives another key. Marks live in the verdict cache (kind `settled:<phase>`); a
+dry-run never writes them, `--replan` ignores them.
 
-Each run also records the share of its partitions settled afterwards (`save_share`), from which
-the next run predicts how to read vectors: that changes only speed, never a plan.
+Each run records its settled share (`save_share`); the next run predicts from it how to read
+vectors, which changes only speed, never a plan.
 """
 
 from __future__ import annotations

@@ -1,30 +1,25 @@
 """Rewrite relative time expressions in note text as absolute dates.
 
-"Yesterday we moved to Redis" is only true relative to the day it was written, so before notes are
-merged their relative expressions are rewritten against each note's created date, and a consolidated
-note is refused while `find_relative` still finds one (FR-015). Both functions run the same scanner,
-so `find_relative(normalise(text, day)) == []` for every text.
+"Yesterday we moved to Redis" is only true relative to the day it was written, so notes are rewritten
+against their created date before a merge, and a consolidated note is refused while `find_relative`
+still finds one (FR-015). Both run the same scanner: `find_relative(normalise(text, day)) == []`.
 
 Conventions (reference Monday 2026-03-16):
 
-- Resolution is the day (a datetime is reduced to its UTC date): "yesterday" -> "on 2026-03-15".
+- Resolution is the UTC day: "yesterday" -> "on 2026-03-15".
 - Weeks are ISO weeks named by their Monday ("last week" -> "in the week of 2026-03-09"), weekends
-  by their Saturday; "last" / "this" / "next" Friday pick that day in the previous / current /
-  following ISO week. Months, quarters and years are calendar units ("last quarter" -> "in Q4 2025").
-- Vague expressions keep their vagueness: "recently" -> "as of 2026-03-16", "a few days ago" ->
-  "a few days before 2026-03-16".
-- The replacement fits the grammar: after a preposition or as a subject it takes the bare form
-  ("since the week of 2026-03-09"), a possessive becomes an attribute ("the 2026-03-15 meeting"),
-  and capitalisation is kept.
-- In German, Spanish, French, Russian, Chinese, Japanese and Arabic, the day words become the bare
-  ISO date ("昨天" -> "2026-03-15"), with ambiguous words guarded (see _OTHER_DAYS).
-- Left alone, and so not reported: a bare weekday ("on Friday": maybe recurring), bare "now",
-  expressions relative to another event ("3 days later"), absolute uses ("the last week of March")
-  and hyphenated compounds. "in 3 days" is always read as a future date: notes state plans far more
-  often than durations.
+  by their Saturday; "last" / "this" / "next" Friday is that day of the previous / current / next
+  ISO week. Months, quarters and years are calendar units ("last quarter" -> "in Q4 2025").
+- Vague stays vague: "recently" -> "as of 2026-03-16", "a few days ago" -> "a few days before 2026-03-16".
+- The wording fits the grammar: bare after a preposition or as a subject ("since the week of
+  2026-03-09"), attributive for a possessive ("the 2026-03-15 meeting"); capitals are kept.
+- German, Spanish, French, Russian, Chinese, Japanese and Arabic day words become the bare ISO date
+  ("昨天" -> "2026-03-15"), ambiguous words guarded (see _OTHER_DAYS).
+- Left alone, so not reported: a bare weekday ("on Friday": maybe recurring), bare "now", expressions
+  relative to another event ("3 days later"), absolute uses ("the last week of March"), hyphenated
+  compounds. "in 3 days" is a future date: notes state plans far more often than durations.
 
-Matching is case-insensitive on whole words; of overlapping expressions the one starting first wins,
-then the longer.
+Matching is case-insensitive on whole words; of overlapping expressions the first wins, then the longer.
 """
 
 from __future__ import annotations
@@ -59,8 +54,7 @@ _UNIT = r"second|minute|hour|day|week|month|quarter|year"
 _WHICH = r"last|next|this\s+past|this\s+coming|this"
 _WHICH_SHIFT = {"last": -1, "next": 1, "this past": -1, "this coming": 1, "this": 0}
 
-# A preposition right before an expression takes the bare form: "since last week", not
-# "since in the week of ...".
+# After a preposition an expression takes the bare form: "since last week", not "since in the week of ...".
 _PREPOSITION_BEFORE = re.compile(
     r"(?<![\w-])(?:since|until|till|til|up\s+to|before|after|by|from|to|through|thru|of|on|for"
     r"|during|between)\s+\Z",
@@ -305,9 +299,8 @@ _RULES = (
     ),
     _rule(rf"{_START}just\s+now{_END}", _fixed("on {}")),
     _rule(rf"{_START}the\s+other\s+day{_END}", _fixed("shortly before {}")),
-    # Bare "now" is too idiomatic to rewrite ("now that"); after these prepositions it is a date.
-    # "now" comes first and the preposition is looked for behind it: eight look-behinds tried at
-    # every position would be slow.
+    # Bare "now" is too idiomatic to rewrite ("now that"); after these prepositions it is a date. "now" is
+    # matched first and the preposition looked for behind it: eight look-behinds at every position are slow.
     _rule(
         rf"now(?:(?<=\bsince\snow)|(?<=\buntil\snow)|(?<=\btill\snow)|(?<=\btil\snow)|(?<=\bto\snow)|(?<=\bby\snow)"
         rf"|(?<=\bof\snow)|(?<=\bfrom\snow)){_END}",
@@ -326,8 +319,7 @@ _RULES = (
 
 @lru_cache(maxsize=16384)
 def _expressions(text: str) -> tuple[tuple[_Rule, re.Match[str]], ...]:
-    """Return the relative expressions of `text` (`_scan`), memoised: they do not depend on the
-    reference day, and a dream normalises many texts repeatedly."""
+    """Return `_scan(text)`, memoised: it does not depend on the reference day, and a dream normalises many texts repeatedly."""
     return tuple(_scan(text))
 
 

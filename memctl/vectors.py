@@ -1,11 +1,10 @@
 """Vectors for notes: stored ones when their model is trusted, cached ones, or computed now.
 
-A partition's vectors always come from one model (DESIGN 7): stored vectors of the trusted
-EmbeddingModelID when every note has a valid one, else the compute embedder for the whole
-partition. Computed vectors are cached in memctl_embedding keyed by (note, model) with the content
-hash; a dry-run never writes the cache. Stored JSON vectors are decoded once per run into a
-temporary file (`StoredVectors`) and read back per partition, so memory follows the largest
-partitions, not the store.
+A partition's vectors always come from one model (DESIGN 7): the trusted EmbeddingModelID's
+stored vectors when every note has a valid one, else the compute embedder for the whole partition.
+Computed vectors are cached in memctl_embedding by (note, model) with the content hash; a dry-run
+never writes the cache. Stored JSON vectors are decoded once per run into a temporary file
+(`StoredVectors`) and read back per partition, so memory follows the largest partition, not the store.
 """
 
 from __future__ import annotations
@@ -140,16 +139,16 @@ class StoredVectors:
         return len(self._slot)
 
     def trusts(self, model_id: Optional[str]) -> bool:
-        """Whether a row's EmbeddingModelID is the trusted stored model (no model: never)."""
+        """Return whether a row's EmbeddingModelID is the trusted stored model (no model: never)."""
         return bool(self.trusted) and (model_id or "").lower() == self.trusted
 
     def has(self, note_id: str) -> bool:
-        """Whether the note's last read had a vector text of the trusted model (usable or not)."""
+        """Return whether the note's last read had a vector text of the trusted model (usable or not)."""
         slot = self._slot.get(note_id)
         return slot is not None and self._current[slot] == 1
 
     def dim(self, note_id: str) -> int:
-        """The dimension of the note's vector; -1 when it has none usable (or no current entry)."""
+        """Return the note's vector dimension; -1 when it has none usable (or no current entry)."""
         slot = self._slot.get(note_id)
         return -1 if slot is None or not self._current[slot] else self._dim[slot]
 
@@ -169,14 +168,14 @@ class StoredVectors:
             self._current[slot] = 0
 
     def get(self, note_id: str) -> Optional[np.ndarray]:
-        """The note's vector (float32), or None."""
+        """Return the note's vector (float32), or None."""
         slot = self._slot.get(note_id)
         if slot is None or not self._current[slot] or self._dim[slot] < 0:
             return None
         return self.matrix([note_id])[0]
 
     def matrix(self, note_ids: Sequence[str]) -> np.ndarray:
-        """The vectors of notes that all have one of the same dimension, as rows (float32)."""
+        """Return the vectors of notes that all have one of the same dimension, as rows (float32)."""
         slots = [self._slot[i] for i in note_ids]
         if not slots:
             return np.empty((0, 0), dtype=np.float32)
@@ -201,11 +200,10 @@ class StoredVectors:
         return out
 
     def feed(self) -> Feed:
-        """Return a `Feed` that decodes the texts given to it into this store."""
         return Feed(self)
 
     def _changed(self, note_id: str, length: int, digest: int) -> bool:
-        """Whether a freshly read text differs from the entry's (an unchanged one is current again)."""
+        """Return whether a freshly read text differs from the entry's (an unchanged one is current again)."""
         slot = self._slot.get(note_id)
         if slot is None or self._length[slot] != length or self._hash[slot] != digest:
             return True
@@ -327,7 +325,6 @@ class VectorIndex:
         self.compute = compute
         self.trusted = ctx.settings.stored_model_id
         self.stats = VectorStats()
-        # partition matrices read from the run's StoredVectors, kept while recently used
         self.recent = Recent()
         # note id -> (content hash, unit vector) of notes memctl created in a stored-vector partition
         self._derived: dict[str, tuple[str, np.ndarray]] = {}
@@ -348,7 +345,6 @@ class VectorIndex:
         )
 
     def partitions(self, groups: dict[PartitionKey, list[NoteRecord]]) -> dict[PartitionKey, PartitionVectors]:
-        """Return vectors for every partition of `groups`."""
         stored: dict[PartitionKey, np.ndarray] = {}
         to_compute: list[NoteRecord] = []
         self._load_derived([n for notes in groups.values() for n in notes if not self._has_trusted_vector(n)])
@@ -369,8 +365,8 @@ class VectorIndex:
         return out
 
     def _stored_dim(self, notes: Sequence[NoteRecord]) -> int:
-        """The dimension of the trusted model's vectors of `notes`, when every note has one and
-        all have the same; else -1 (the partition is embedded by the compute embedder)."""
+        """Return the dimension of the trusted model's vectors of `notes` when all have one, the same;
+        else -1 (the compute embedder embeds the partition)."""
         if not self.trusted or not notes:
             return -1
         store = self.stored
@@ -386,7 +382,7 @@ class VectorIndex:
         return dims.pop()
 
     def _stored_matrix(self, notes: Sequence[NoteRecord]) -> np.ndarray:
-        """The unit rows of a partition of stored vectors (`_stored_dim` > 0), read from the run's file."""
+        """Return the unit rows of a stored-vector partition (`_stored_dim` > 0), read from the run's file."""
         own = [n.id for n in notes if self.stored.trusts(n.embedding_model_id)]
         if len(own) == len(notes):
             return unit_rows(self.stored.matrix(own))
@@ -452,9 +448,8 @@ class VectorIndex:
                     self._derived[str(note_id).lower()] = (digest, np.frombuffer(blob, dtype=np.float32))
 
     def _decode_stored_texts(self, groups: dict[PartitionKey, list[NoteRecord]]) -> None:
-        """Decode the trusted vector texts that records of `groups` carry (records read with their
-        text, `load_notes` keeps none) into the run's StoredVectors. A text already decoded for
-        its note is not decoded again."""
+        """Decode the trusted vector texts records of `groups` carry (`load_notes` keeps none) into the
+        run's StoredVectors, each text once."""
         todo = trusted_texts((n for notes in groups.values() for n in notes), self.trusted)
         if todo:
             with self.stored.feed() as feed:
@@ -566,5 +561,4 @@ def trusted_texts(notes: Iterable[NoteRecord], trusted: Optional[str]) -> dict[t
 
 
 def _text_key(note_id: str, text: str) -> tuple[str, int, int]:
-    """Return the key of a note's stored vector text in a run's decoded vectors."""
     return (note_id, len(text), hash(text))

@@ -20,11 +20,10 @@ PROVIDERS = ("hashing", "openai", "sentence-transformers")
 #: the spec's (consolidate, contradiction) thresholds, for semantic models (OpenAI's included)
 SEMANTIC_DEFAULT: tuple[float, float] = (0.60, 0.70)
 
-#: (consolidate, contradiction) cosine thresholds per embedder name. The lexical hashing embedder's
-#: contradiction threshold is low because same-attribute notes ("lives in Paris" / "lives in London")
-#: share only a word or two; extra candidates cost judge calls, not wrong revocations.
-#: multilingual-e5-small-q4 scores every pair high, so its thresholds are set to admit the same
-#: shares of hard negatives and contradictions as MiniLM's.
+#: (consolidate, contradiction) cosine thresholds. Hashing's contradiction threshold is low because
+#: same-attribute notes ("lives in Paris" / "lives in London") share only a word or two; extra
+#: candidates cost judge calls, not wrong revocations. e5-small-q4 scores every pair high, so its
+#: thresholds admit the same shares of hard negatives and contradictions as MiniLM's.
 DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
     HASHING_NAME: (0.55, 0.34),
     "all-MiniLM-L6-v2": SEMANTIC_DEFAULT,
@@ -32,7 +31,7 @@ DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
 }
 
 
-#: OpenAI models for which the spec's semantic defaults are taken as measured
+#: OpenAI models whose thresholds are taken to be the spec's semantic defaults
 KNOWN_SEMANTIC = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
 
 
@@ -87,7 +86,6 @@ def make_embedder(
     if kind == "stored":
         raise ValueError("'stored' vectors are read from the rows, not computed: build a compute provider instead")
     if kind == "openai":
-        # openai is slow to import: only a run that embeds with it loads it
         from memctl.embed.openai import DEFAULT_MODEL, OpenAIEmbedder
 
         warn_unmeasured(model or DEFAULT_MODEL)

@@ -1,5 +1,3 @@
-"""The Embedder protocol every vector source implements."""
-
 from __future__ import annotations
 
 from typing import Protocol, Sequence

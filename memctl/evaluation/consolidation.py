@@ -1,8 +1,8 @@
 """Consolidation, measured: the real consolidate phase on a scratch copy of the labelled persona corpus.
 
-Each persona is one partition; the phase runs with the operator's judge and embedder, the clock
-frozen at the corpus's reference date. Fact retention is graded by memctl.evaluation.grader, which
-under-credits free paraphrase, so lost facts are listed with their replacements for a person to check.
+One partition per persona; the operator's judge and embedder; the clock frozen at the corpus's
+reference date. The grader under-credits free paraphrase, so lost facts are listed with their
+replacements for a person to check.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def evaluate_consolidation(settings: Settings, path: Path, limit: Optional[int],
         if phase.outcome == "failed":
             result.error = f"no usable judge answer: the consolidate phase failed: {phase.error}"
         elif result.clusters["found"] and not any(result.clusters[k] for k in ("consolidated", "intoStanding", "declined")):
-            # every cluster failed or got a reply memctl rejected: no usable answer at all
+            # every cluster failed or was rejected: no usable answer at all
             first = result.problems[0] if result.problems else "no reason recorded"
             result.error = f"no usable judge answer ({result.clusters['failed']} clusters failed, {result.clusters['invalid']} invalid); first: {first}"
         t = m.note

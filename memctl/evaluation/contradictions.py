@@ -1,8 +1,8 @@
 """Contradictions, measured: the judge asked about labelled pairs exactly as the contradictions phase asks.
 
-A pair is flagged when the reply says isContradiction at or above the confidence floor, and scored
-against its gold label. The phase's own checks on verdicts (verdict_guard's vetoes, distrust of
-uniform verdicts) are not applied: they are memctl deciding whether to believe the judge.
+A pair is flagged when isContradiction comes at or above the confidence floor. The phase's own
+checks (verdict_guard's vetoes, distrust of uniform verdicts) are not applied: they are memctl
+deciding whether to believe the judge, not the judge's answer.
 """
 
 from __future__ import annotations

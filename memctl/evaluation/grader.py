@@ -1,9 +1,8 @@
 """Fact retention: does a note still state a labelled fact (the test `memctl eval` grades with).
 
-It imports nothing from memctl (tests/test_eval.py checks this), so consolidation is never graded
-by its own text functions. A fact is retained when a sentence of an active note of its partition
-holds every word of the fact's wording in order, with no extra negation inside the span, both
-normalised by `statement`. The fact's relative dates are left out: consolidation must rewrite them.
+It imports nothing from memctl (tests/test_eval.py checks), so consolidation is never graded by its
+own text functions. A fact is retained when a sentence of an active note of its partition `states`
+its wording, both normalised by `statement`, minus relative dates (consolidation must rewrite them).
 """
 
 from __future__ import annotations
@@ -135,9 +134,7 @@ def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Cut a note into its sentences (after . ! ? and a space, after 。！？, at line breaks).
-
-    Pieces without a letter or digit are dropped."""
+    """Cut a note into sentences (after . ! ? and a space, after 。！？, at line breaks), dropping empty pieces."""
     pieces = (piece.strip() for piece in _SENTENCE_BREAK.split(text))
     return [piece for piece in pieces if _words(piece)]
 

@@ -91,7 +91,6 @@ class ConsolidationResult:
 
 
 def _cost(result: "ConsolidationResult | ContradictionResult") -> dict[str, Any]:
-    """What a measurement cost and how it ended, as both results report it."""
     return {
         "llmCalls": result.llm_calls,
         "promptTokens": result.prompt_tokens,
@@ -219,8 +218,6 @@ class ContradictionResult:
 
 @dataclass
 class EvalReport:
-    """The figures of one `memctl eval`."""
-
     judge: str
     provider: str  # llm | offline
     prompts: dict[str, str]

@@ -14,7 +14,7 @@ from memctl.similarity import GUID
 
 T = TypeVar("T")
 
-#: reply budget of a contradiction or absorption verdict: an enum, a sentence, a number
+#: a contradiction or absorption verdict: an enum, a sentence, a number
 VERDICT_REPLY_TOKENS = 256
 #: fixed part of a consolidation reply (keys, type, confidence, reason) and the part per source ID
 CONSOLIDATION_BASE_TOKENS = 256
@@ -22,7 +22,6 @@ PER_SOURCE_TOKENS = 40
 
 
 def estimate_tokens(text: str) -> int:
-    """Return a generous estimate of the tokens `text` takes."""
     return math.ceil(len(text) / 3) + 16 * len(GUID.findall(text))
 
 

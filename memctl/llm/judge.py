@@ -36,7 +36,7 @@ KINDS: dict[str, tuple[str, type[BaseModel], str]] = {
     "contradiction": ("detect-contradictions", ContradictionReply, "contradiction_reply"),
     "absorb": ("absorb-note", AbsorptionReply, "absorption_reply"),
 }
-#: the template whose parts wrap several questions of one kind into one request
+#: the template that wraps several questions of one kind into one request
 SEVERAL_TEMPLATE = "several-questions"
 #: kind -> (schema of a reply to several questions, its schema name)
 BATCH_KINDS: dict[str, tuple[type[BaseModel], str]] = {
@@ -82,7 +82,6 @@ class LLMJudge(Judge):
             return self._prompts[kind]
 
     def template_hash(self, kind: str) -> str:
-        """Return the sha256 of the template file used for `kind`."""
         return self.prompt(kind).sha256
 
     def close(self) -> None:
@@ -90,27 +89,21 @@ class LLMJudge(Judge):
         self.client.close()
 
     def counters(self) -> dict[str, int]:
-        """Return the client's request, retry, timeout, fallback and back-off counts so far."""
         return self.client.counters()
 
     def concurrency_mark(self) -> int:
-        """Return a mark of now for `concurrency_reached`."""
         return self.client.concurrency_mark()
 
     def concurrency_reached(self, mark: int) -> tuple[int, int]:
-        """Return the highest concurrency bound the client used since `mark`, and its bound now."""
         return self.client.concurrency_reached(mark)
 
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
-        """Ask for one note keeping every distinct fact of `notes` (a ConsolidationReply)."""
         return self._ask("consolidate", question_data("consolidate", notes), self._consolidation_budget(notes), reference_date)
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
-        """Ask whether `a` and `b` contradict each other (a ContradictionReply)."""
         return self._ask("contradiction", question_data("contradiction", (a, b)), budget.VERDICT_REPLY_TOKENS)
 
     def absorption(self, broader: NoteRecord, narrower: NoteRecord) -> JudgeResult:
-        """Ask whether `broader` already states every fact of `narrower` (an AbsorptionReply)."""
         return self._ask("absorb", question_data("absorb", (broader, narrower)), budget.VERDICT_REPLY_TOKENS)
 
     def consolidation_fits(self, notes: Sequence[NoteRecord], reference_date: str) -> bool:
@@ -121,10 +114,10 @@ class LLMJudge(Judge):
         return self._overflow("consolidate", system, user, self._consolidation_budget(notes)) is None
 
     def ask_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> JudgeResult:
-        """Ask several questions of `kind` in one request; `items` are their `question_data`.
+        """Ask several questions of `kind` (`items`: their `question_data`) in one request.
 
-        The reply is a `BatchReply` whose entries the caller checks one by one. A request that would
-        not fit the context window is answered here with the reason (see `batch_fits`).
+        The caller checks the `BatchReply`'s entries one by one; a request too big for the context
+        window is answered here with the reason.
         """
         schema, schema_name = BATCH_KINDS[kind]
         system, user = self._render_many(kind, items, reference_date)

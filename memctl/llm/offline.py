@@ -1,8 +1,7 @@
 """The offline judge: memctl's embedded default, answering the Judge's questions by explicit rules.
 
-No network and no model: answers are deterministic, free (calls=0) and explainable, trading recall
-for precision. When no rule applies the answer is "no" with low confidence; a conflict the rules
-are not certain of is answered with `review` set. Decisions come from memctl.text.decide.
+No network, no model: answers are deterministic, free (calls=0) and explainable, trading recall for
+precision. No rule applying means "no" with low confidence; an uncertain conflict gets `review` set.
 """
 
 from __future__ import annotations
@@ -60,8 +59,7 @@ class OfflineJudge(Judge):
         return hashlib.sha256(f"{MODEL}:{kind}:{RULES_VERSION[kind]}".encode()).hexdigest()
 
     def consolidate(self, notes: Sequence[NoteRecord], reference_date: str) -> JudgeResult:
-        """Merge the cluster into one note keeping each distinct sentence once (`reference_date` unused:
-        relative dates are resolved against each note's created date)."""
+        """Merge the cluster keeping each distinct sentence once (relative dates: each note's own; `reference_date` unused)."""
         if len(notes) < 2:
             return _declined("Fewer than 2 notes.")
         ordered = order_notes(notes)

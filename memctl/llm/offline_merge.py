@@ -1,9 +1,9 @@
 """The offline merge: consolidation without a model, by extracting distinct sentences.
 
 Notes are taken newest first, then most accessed. A sentence a kept one states is dropped; one that
-states a kept one replaces it; a restricting word keeps both (lossless beats terse). A certain
-conflict is settled by memctl.authority, or the cluster is not merged. A merge over
-MAX_CONTENT_CHARS, or left with relative time words, is refused.
+states a kept one replaces it; a restricting word keeps both (lossless beats terse). memctl.authority
+settles a certain conflict, or nothing merges. A merge over MAX_CONTENT_CHARS or with relative time
+words left is refused.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ MERGE_CONFIDENCE = 0.9
 
 
 def order_notes(notes: Sequence[NoteRecord]) -> list[NoteRecord]:
-    """Order notes newest first, then most accessed, then by id."""
     return sorted(notes, key=lambda n: (-n.created_at.timestamp(), -n.access_count, n.id))
 
 

@@ -29,10 +29,10 @@ def note_data(note: NoteRecord) -> dict[str, Any]:
 
 
 def pair_data(note: NoteRecord) -> dict[str, Any]:
-    """Return what the contradiction prompt shows for `note`: no access count, its ImportanceScore (or None).
+    """Return what the contradiction prompt shows for `note`: its ImportanceScore, no access count.
 
-    Authority is decided in code; leaving AccessCount out keeps a cached verdict valid while
-    agents keep reading the notes.
+    Authority is decided in code; leaving AccessCount out keeps a cached verdict valid while agents
+    keep reading the notes.
     """
     data = note_data(note)
     del data["accessCount"]
@@ -41,10 +41,7 @@ def pair_data(note: NoteRecord) -> dict[str, Any]:
 
 
 def question_data(kind: str, notes: Sequence[NoteRecord]) -> Any:
-    """Return the data a prompt of `kind` shows for one question about `notes`.
-
-    consolidate: the cluster's notes; contradiction: the pair (a, b); absorb: (broader, narrower).
-    """
+    """Return the data a prompt of `kind` shows for `notes`: a cluster, a pair (a, b) or (broader, narrower)."""
     if kind == "consolidate":
         return [note_data(n) for n in notes]
     if kind == "contradiction":

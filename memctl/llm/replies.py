@@ -1,8 +1,8 @@
 """Pydantic models of the JSON replies memctl asks an LLM (or the offline provider) for.
 
-Replies are untrusted: parsed strictly here, and checked against their cluster or pair by the
-phase that asked; a model's quoted evidence is checked by memctl.text.evidence. The schemas leave a
-weak model little room: enums, confidences in 0..1, and a contradiction is ONE `verdict` field.
+Replies are untrusted: parsed strictly here, checked against their cluster or pair by the phase
+that asked, quoted evidence by memctl.text.evidence. The schemas leave a weak model little room:
+enums, confidences in 0..1, and a contradiction is ONE `verdict` field.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class ConsolidationReply(_Reply):
 class ContradictionReply(_Reply):
     """Answer to prompts/detect-contradictions.md: one verdict, "none" when the notes are compatible.
 
-    The two-field form (`isContradiction` + `contradictionType`), which the offline provider and
-    cached verdicts use, is read when `verdict` is absent; when its fields disagree the reply is invalid.
+    Without `verdict`, the two-field form (`isContradiction` + `contradictionType`) of the offline
+    provider and cached verdicts is read; fields that disagree make the reply invalid.
     """
 
     #: verbatim quotes from note A (the first) and note B: the subject each is about, the value each states

@@ -21,7 +21,6 @@ CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 par
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    """Yield consecutive slices of at most `size` items."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -90,9 +89,9 @@ def within_refusal(
 ) -> tuple[str, list[tuple[Mapping[str, Any], str, str]]]:
     """Fit planned archivals to a database that refuses Status 'Archived' (memctl/store/capabilities.py).
 
-    Return the status to write and the (row, action, comment) list to apply: archivals become the
-    database's nearest allowed status with a Comments line saying so, or are dropped when it has
-    none. The refusal and the rows it touched are added to `output["refused"]`.
+    Return the status to write and the (row, action, comment) list: archivals take the database's
+    nearest allowed status, said in Comments, or are dropped when it has none. The refusal and its
+    row count go to `output["refused"]`.
     """
     if refusal is None:
         return "Archived", list(rows)

@@ -1,16 +1,16 @@
 """Phase 2, detect contradictions (DESIGN 4.2, seed US2, FR-020..024).
 
-Candidates are pairs of Active notes of one partition at the contradiction threshold, on the
-state consolidate left, less pairs under review and pairs of two notes this run created that the
-authority rule cannot settle. Pairs touching a note new since the last maintenance go first;
-cached verdicts are free, at most `max_pairs` others are asked per run, and the rest wait for
-the next runs in the same order. An unusable reply pauses its pair (memctl/phases/asking.py).
+Candidates are pairs of Active notes of one partition at the contradiction threshold, on the state
+consolidate left, less pairs under review and pairs of two notes this run created that the authority
+rule cannot settle. Pairs touching a note new since the last maintenance go first; cached verdicts
+are free, at most `max_pairs` others are asked per run, the rest wait in the same order. An
+unusable reply pauses its pair (memctl/phases/asking.py).
 
-The judge only classifies; authority is decided here (FR-022, memctl/authority.py). A model's
-verdict is applied only when its quotes hold (memctl/text/evidence.py). A loser memctl must not
-revoke is flagged for review; a flag is a planned unit like a revocation, guarded by `check`s of
-both notes. No reply field names a note: nothing in a reply can pick the loser. A partition
-whose every pair was answered with nothing to do, unchanged since, is skipped (memctl/settled.py).
+The judge only classifies and no reply field names a note, so nothing in a reply can pick the loser:
+authority is decided here (FR-022, memctl/authority.py). A model's verdict applies only when its
+quotes hold (memctl/text/evidence.py). A loser memctl must not revoke is flagged for review, a unit
+guarded by `check`s of both notes. Partitions answered with nothing to do, unchanged since, are
+skipped (memctl/settled.py).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class _Found:
     skipped_created: int = 0
     skipped_review: int = 0
     candidates: list[Candidate] = field(default_factory=list)
-    #: the partition of each candidate
+    #: parallel to `candidates`
     partition_of: list[PartitionKey] = field(default_factory=list)
     #: partitions that cannot be marked settled this run
     unsettled: set[PartitionKey] = field(default_factory=set)
@@ -342,11 +342,7 @@ class ContradictionPhase:
         return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
 
     def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally, model: bool = False) -> list[Unit]:
-        """Turn verdicts into units: revocations first (in priority order), then flags.
-
-        A model's verdict is applied when its quotes hold (memctl.text.evidence); the offline
-        rules' verdict is checked by the decision layer's `verdict_guard`.
-        """
+        """Turn verdicts into units: revocations first (in priority order), then flags."""
         settings = ctx.settings
         floor = settings.confidence_floor
         replies = [answer.reply for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
@@ -541,8 +537,6 @@ def _nothing(plan: PhasePlan, message: str) -> PhasePlan:
 
 @dataclass
 class ContradictionsResult(StepResult):
-    """The contradictions step's counts."""
-
     pairs_analysed: int = 0
     cached: int = 0
     questions_asked: int = 0
@@ -585,8 +579,8 @@ def _message(result: ContradictionsResult, stats: AskStats, tally: Tally, max_pa
 def pair_budget(ctx: PhaseContext, judge: Judge) -> int:
     """Return how many uncached pairs (or absorption checks) may be judged this run.
 
-    `max_pairs` (--max-pairs) bounds an LLM judge's calls (FR: at most 50 per run by default).
-    The offline rules judge makes no calls, so it gets the larger `offline_max_pairs`, which only
-    bounds CPU time; --max-pairs does not change it (the option's help and docs/configuration.md say so).
+    `max_pairs` (--max-pairs) bounds an LLM judge's calls (FR: at most 50 per run by default). The
+    offline rules judge makes no calls and gets the larger `offline_max_pairs`, which only bounds CPU
+    time and which --max-pairs does not change (as its help and docs/configuration.md say).
     """
     return ctx.settings.offline_max_pairs if judge.rules else ctx.settings.max_pairs

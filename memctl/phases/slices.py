@@ -1,12 +1,11 @@
 """Agent by agent: the LLM phases read a large store in slices of whole agents.
 
-A partition never spans two agents (DESIGN 3) and absorption stays within an agent, so one
-agent's notes are planned without any other agent's in memory. A scope of at most `slice_notes`
-Active notes is one slice; a larger one is cut into runs of whole agents, in ID order, of at most
-`slice_notes` notes (an agent with more is a slice alone) and `SLICE_AGENTS` agents. Nothing
-decided across the scope depends on the slicing: which questions are asked under the run's budget
-is chosen after every slice is read. A slice names its agents in every spelling the store holds
-(SQLite may hold one GUID in several), so a partition is never cut in two.
+A partition never spans two agents (DESIGN 3) and absorption stays within an agent, so an agent's
+notes are planned without any other agent's in memory. A scope over `slice_notes` Active notes is
+cut, in ID order, into runs of whole agents of at most `slice_notes` notes (a bigger agent is a
+slice alone) and `SLICE_AGENTS` agents. No decision depends on the slicing: which questions the
+budget allows is chosen after every slice is read. A slice names its agents in every spelling the
+store holds (SQLite may hold one GUID in several), so no partition is cut in two.
 """
 
 from __future__ import annotations
@@ -62,12 +61,11 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
 
 
 def between_slices(slices: list[PhaseContext]) -> None:
-    """After a slice of several: empty the memoised text analyses (bounded, but large when full)
-    and collect its cyclic garbage, so neither is carried into the next slice."""
+    """Between slices, empty the memoised text analyses (bounded, but large when full) and collect cyclic garbage."""
     if len(slices) > 1:
         text.forget()
         temporal.forget()
-        gc.collect()  # the slice's cyclic garbage, before the next slice adds its own
+        gc.collect()
 
 
 def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:

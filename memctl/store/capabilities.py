@@ -1,8 +1,8 @@
 """What the database lets memctl write, read from its own constraints (not guessed from a version).
 
-memctl never widens a constraint. Where a Status check refuses 'Archived' (MemberJunction's
-AIAgentExample check does), an example is set to 'Revoked' instead (MJ injects Active examples only);
-a note has no such fallback (a revoked note points to its replacement), so it is left Active.
+memctl never widens a constraint. Where a Status check refuses 'Archived' (MJ's AIAgentExample
+check does), an example is set to 'Revoked' instead (MJ injects Active examples only); a note has no
+such fallback (a revoked note points to its replacement), so it is left Active.
 """
 
 from __future__ import annotations

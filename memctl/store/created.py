@@ -1,8 +1,7 @@
 """What apply adds to a note memctl creates, so MemberJunction can use it like one of its own.
 
-memctl writes directly what MJ's entity layer would fill: SourceAIAgentRunID (the applying run, not
-the plan's), 'MemoryManager' as author where the table has the column, and EmbeddingVectorBinary
-(MJ's form of the vector: little-endian float32, no header) where the table has it.
+memctl writes what MJ's entity layer would fill: SourceAIAgentRunID (the applying run, not the
+plan's) and, where the table has the columns, 'MemoryManager' as author and EmbeddingVectorBinary.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ FILLED_AT_APPLY = ("SourceAIAgentRunID", *AUTHOR_COLUMNS, "EmbeddingVectorBinary
 
 
 def binary_vector(vector_text: str) -> bytes:
-    """Return an EmbeddingVector (JSON text) as MJ's EmbeddingVectorBinary bytes (float32, little-endian)."""
+    """Return an EmbeddingVector (JSON text) as MJ's EmbeddingVectorBinary bytes (little-endian float32, no header)."""
     return np.asarray(json.loads(vector_text), dtype="<f4").tobytes()
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 
 def on_sqlite(bind: Any) -> bool:
-    """Whether `bind` (an engine, a connection or a dialect) is SQLite."""
+    """Say whether `bind` (an engine, a connection or a dialect) is SQLite."""
     return getattr(bind, "dialect", bind).name == "sqlite"
 
 
@@ -27,8 +27,7 @@ def id_spellings(record_id: str) -> list[str]:
 
 
 def id_in(table: sa.Table, ids: Sequence[str], bind: Any, plain: bool = False) -> sa.ColumnElement[bool]:
-    """SQL: the row's ID is one of `ids`. On SQLite compared as stored text in every spelling, or
-    only SQLAlchemy's with `plain`; elsewhere as the GUID type compares."""
+    """SQL: the row's ID is one of `ids`; on SQLite as text in every spelling (only SQLAlchemy's with `plain`)."""
     return guid_in(table.c.ID, ids, bind, plain)
 
 
@@ -78,9 +77,9 @@ def guid_reader(bind: Any) -> Callable[[Any], Optional[str]]:
 
 
 def readable(columns: Sequence[sa.ColumnElement[Any]], bind: Any) -> tuple[list[sa.ColumnElement[Any]], list[str]]:
-    """The columns to select for a large scan, and the names of the GUID columns among them that
-    the caller spells with `sqlite_guid`: on SQLite they are read as text, as SQLAlchemy's Uuid
-    processing building a uuid.UUID per value is slow."""
+    """Return the columns to select for a large scan and the GUID columns the caller spells with `sqlite_guid`.
+
+    On SQLite those are read as text: SQLAlchemy's Uuid processing builds a slow uuid.UUID per value."""
     if not on_sqlite(bind):
         return list(columns), []
     fast = [c.name for c in columns if isinstance(c.type, sa.Uuid)]

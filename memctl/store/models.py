@@ -29,10 +29,7 @@ MEMCTL_AGENT_NAME = "memctl"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC timestamp on every backend (SQLite stores naive UTC text).
-
-    Values going in must be aware (a naive one is a programming error); values coming out are aware UTC.
-    """
+    """An aware UTC timestamp on every backend (SQLite stores naive UTC text); a naive one going in is a bug."""
 
     impl = sa.DateTime(timezone=True)
     cache_ok = True

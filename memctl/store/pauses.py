@@ -63,10 +63,7 @@ class Pauses:
         return found
 
     def record(self, entries: Iterable[tuple[str, str, str, str]], now: datetime, known: dict[str, Pause]) -> dict[str, Pause]:
-        """Pause each (key, kind, model, reason) after an unusable reply at `now`; return the pauses.
-
-        The count continues from `known` (`get_many`). In a dry-run nothing is written.
-        """
+        """Pause each (key, kind, model, reason) after an unusable reply at `now`, counting on from `known`."""
         rows = {}
         for key, kind, model, reason in entries:
             count = known[key].unusable + 1 if key in known else 1

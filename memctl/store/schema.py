@@ -46,14 +46,12 @@ def _config(**attributes: object) -> Config:
 
 @lru_cache(maxsize=1)
 def head_revision() -> str:
-    """Return the newest migration revision shipped with this memctl."""
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None
     return head
 
 
 def is_known(revision: str) -> bool:
-    """Return whether `revision` is one of the migrations this memctl ships."""
     try:
         ScriptDirectory.from_config(_config()).get_revision(revision)
     except CommandError:
@@ -116,7 +114,7 @@ def upgrade_sql(dialect: str, schema: Optional[str], revision: str = "head") -> 
 
 
 def database_upgrade_sql(engine: Engine, settings: Settings, dialect: Optional[str] = None) -> str:
-    """Return the statements `upgrade` would run on this database ("" when it is at head); nothing is written.
+    """Return the statements `upgrade` would run here ("" at head), writing nothing.
 
     The migrations get an inspector of the live database, so an existing MemberJunction database gets
     its adoption statements, not a full CREATE script. `dialect` renders them for another backend.

@@ -1,7 +1,7 @@
 """The verdict cache: a judge's reply, keyed by what was asked, so nothing is asked twice.
 
-The key hashes the kind, the prompt template's hash, the model, and the inputs exactly as the judge
-sees them, so changing any of them asks again.
+The key hashes the kind, the template hash, the model and the inputs exactly as the judge sees
+them, so changing any of them asks again.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ CHUNK = 500
 
 
 def verdict_key(kind: str, template_hash: str, model: str, inputs: Any) -> str:
-    """Return the cache key of one question."""
     canonical = json.dumps([kind, template_hash, model, inputs], sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

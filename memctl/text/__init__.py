@@ -17,9 +17,8 @@ _MEMOISED = ("tokens", "lexicon", "statement", "english", "compare", "decide")
 def forget() -> None:
     """Empty the memoised analyses of every text seen so far.
 
-    They are bounded, but their bounds are set for speed (a few hundred MB when full): a large
-    store read agent by agent (memctl/phases/slices.py) empties them between slices, so the
-    analyses of one slice's notes are not carried into the next one's.
+    Their bounds are set for speed (a few hundred MB when full), so a large store read agent by
+    agent (memctl/phases/slices.py) empties them between slices.
     """
     for name in _MEMOISED:
         module = import_module(f"{__name__}.{name}")

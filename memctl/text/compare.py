@@ -58,7 +58,6 @@ class Decision:
     #: the two share a template (most of their words, in order)
     template: bool = False
     confidence: float = 0.0
-    #: the two sentences the finding is about
     sentences: tuple[str, str] = ("", "")
 
     @property
@@ -390,7 +389,7 @@ def _titled(text: str) -> frozenset[str]:
 
 
 def _free(sentence: Sentence) -> frozenset[str]:
-    """Return the words a wording of `sentence` swaps freely: its language's determiners and possessives, none written with a capital ("CET")."""
+    """Return the determiners and possessives a wording may swap freely, bar capitalised ones ("CET")."""
     return lexicon.free_words(sentence.raw) - sentence.capitals
 
 
@@ -404,8 +403,8 @@ def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Opt
     """Return an uncertain conflict when two sentences say different things about one subject and one attribute.
 
     The same first word, another word in common, and words of its own on each side ("The plan is
-    Basic." / "Customer upgraded; their plan is Premium."). Without a model nothing tells a new
-    value from a second fact, so a person decides.
+    Basic." / "Customer upgraded; their plan is Premium."). Rules cannot tell a new value from a
+    second fact, so a person decides.
     """
     if a.hedged or b.hedged or not a.words or not b.words or opening_hard(a) ^ opening_hard(b):
         return None
@@ -475,12 +474,11 @@ _TOPIC_PARTICLES = frozenset({"は", "が"})
 def _in_subject(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, b: Sentence, kind: str = "plain") -> bool:
     """Say whether a differing place lies in what the sentences are about rather than in what they say of it.
 
-    `kind` is what differs there: "hard" (a number, ID, e-mail, URL or date), "name", "inflected"
-    (one word with another ending: "mweber" / "mwebert") or "plain". On either side the place is
-    the subject when it opens the sentence, or when what comes before it names a subject: a
-    subject word right before it (hard), only generic subject words and names (name, inflected),
-    or a name it qualifies (plain); scripts without spaces or capitals use position instead.
-    A place that ends the sentence is a value on that side.
+    `kind`: "hard" (a number, ID, e-mail, URL or date), "name", "inflected" ("mweber" / "mwebert")
+    or "plain". On either side the place is the subject when it opens the sentence or what precedes
+    it names a subject: a subject word right before it (hard), only generic subject words and names
+    (name, inflected), or a name it qualifies (plain); scripts without spaces or capitals use
+    position instead. A place that ends the sentence is a value on that side.
     """
     for words, start, length, sentence in ((x, place.i, len(place.left), a), (y, place.j, len(place.right), b)):
         if not length and kind == "plain":

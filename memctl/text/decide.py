@@ -1,12 +1,12 @@
 """The decision layer: one notion of "same fact", "conflicting value", "different subject" and
 "complementary", for both LLM phases, in any language (DESIGN 4, "Decisions").
 
-`decide(a, b)` compares two notes sentence by sentence (memctl.text.compare), reading in order:
-hard evidence and names, the subject place, negation, values (exclusive sets, English patterns,
-single- or multi-valued cues), then wording. A note whose every sentence the other states is the
-same fact or an elaboration; otherwise the strongest sentence finding decides. Offline, these
-findings decide merges and verdicts (`verdict_guard`, `absorption_veto`); with a model, its quotes
-are checked by memctl.text.evidence and `synthesis_problem` still checks a merged note's text.
+`decide(a, b)` compares two notes sentence by sentence (memctl.text.compare): hard evidence and
+names, the subject place, negation, values (exclusive sets, English patterns, single- or
+multi-valued cues), then wording. A note whose every sentence the other states is the same fact or
+an elaboration; otherwise the strongest finding decides. Offline, findings decide merges and verdicts
+(`verdict_guard`, `absorption_veto`); with a model, memctl.text.evidence checks its quotes and
+`synthesis_problem` still checks the merged text.
 """
 
 from __future__ import annotations
@@ -185,9 +185,8 @@ def _same_opening(a: Sentence, b: Sentence) -> bool:
 def mergeable(d: Decision) -> bool:
     """Say whether notes so related may share one merged note without a model (offline).
 
-    Only wordings of one fact (and one note stating more of it). Complementary statements may be
-    a value change in other words ("plan is Basic" / "upgraded to Premium"), which nothing tells
-    apart without a model, so they stay two notes.
+    Only wordings of one fact: complementary statements may be a value change in other words
+    ("plan is Basic" / "upgraded to Premium"), which nothing tells apart without a model.
     """
     return d.relation in (SAME, ELABORATION)
 
@@ -204,10 +203,9 @@ def incompatibility(a: NoteText, b: NoteText) -> Optional[str]:
 
 
 def compatible_groups(items: Sequence[T], text_of: Callable[[T], NoteText]) -> tuple[list[list[T]], list[str]]:
-    """Split `items` into groups of mutually compatible notes, greedily in the order given.
+    """Split `items` greedily, in order, into groups of mutually compatible notes.
 
-    Returns the groups (largest first, stable) and the reasons notes were kept apart.
-    """
+    Return the groups (largest first, stable) and the reasons notes were kept apart."""
     groups: list[list[T]] = []
     reasons: list[str] = []
     for item in items:
@@ -275,11 +273,7 @@ def lost_evidence(broader: NoteText, narrower: NoteText) -> Optional[str]:
 
 
 def absorption_veto(broader: NoteText, narrower: NoteText) -> Optional[str]:
-    """Check a judge's "the broader note states every fact of the narrower one" against hard evidence.
-
-    Return why the "yes" must not be applied (hard evidence lost, or different subjects or
-    conflicting values by hard evidence), or None.
-    """
+    """Return why a judge's "broader states every fact of narrower" must not apply (`lost_evidence`, `model_veto`), or None."""
     lost = lost_evidence(broader, narrower)
     if lost:
         return lost
@@ -293,12 +287,11 @@ def synthesis_problem(content: str, sources: Sequence[NoteText], model: bool = F
                       authority: Optional[Callable[[int, int], Optional[int]]] = None) -> Optional[str]:
     """Return why a merged note must be refused, or None.
 
-    Refused when it loses or invents hard evidence, two of its sentences conflict (unless a source
-    already does), it joins subjects no single source joins, or it drops the value the authority
-    rule keeps between two certainly conflicting sources (`authority(i, j)` -> the winner's index,
-    or None: refused, left for the contradiction phase). With `model`, a conflict between sources
-    counts only on hard evidence or a listed rule: aligning two wordings is a guess, and a guess
-    does not overrule the model.
+    Refused when it loses or invents hard evidence, two of its sentences conflict (unless two of a
+    source's do), it joins subjects no single source joins, or it drops the value the authority rule keeps
+    between two certainly conflicting sources (`authority(i, j)` -> the winner's index, or None:
+    refused, left for the contradiction phase). With `model`, a conflict between sources counts only
+    on hard evidence or a listed rule: aligning two wordings is a guess, which does not overrule it.
     """
     def counted(d: Decision) -> bool:
         return not model or d.evidence in ("hard", "rule")

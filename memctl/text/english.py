@@ -1,11 +1,8 @@
 """English rules the generic ones do not cover: a quantifier negation, and attribute patterns.
 
-Tuned on the SICK train split and English agent notes. The multilingual rules (memctl.text.decide)
-do not need them; they add recall in English.
-1. negation: the same words with a negation on one side only (one per clause at most); a
-   quantifier negation ("there is no", "nobody") also denies a more specific positive.
-2. attribute patterns: "S prefers X", "S lives in X", "S's <attr> is X" and the like, for
-   single-valued attributes: one subject, two values that differ and are not synonyms.
+Tuned on the SICK train split and English agent notes; the multilingual rules (memctl.text.decide)
+do not need them, they add recall in English. Rule 1 is `negation_conflict`; rule 2,
+`attribute_conflict`, reads "S prefers X", "S lives in X", "S's <attr> is X" and the like.
 """
 
 from __future__ import annotations

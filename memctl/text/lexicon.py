@@ -1,10 +1,9 @@
 """Small word lists, in the languages memctl is measured on, that the offline rules may lean on.
 
 Each list is a handful of function words, not a dictionary: a word a list misses makes the rules
-more cautious, never bolder. Some entries come from the misses of benchmarks/heldout/ sets A, B
-and two of C, so those sets measure rules tuned on them. Entries are matched on tokens
-(memctl.text.tokens): a CJK entry is a character sequence; an entry ending in "*" matches any
-word it begins (Russian and German endings).
+more cautious, never bolder. Some entries come from the misses of benchmarks/heldout/ sets A, B and
+two of C, so those sets measure rules tuned on them. Entries match tokens (memctl.text.tokens): a
+CJK entry is a character sequence; one ending in "*" matches any word it begins.
 """
 
 from __future__ import annotations
@@ -54,8 +53,7 @@ NEGATION_COMPANIONS = frozenset("""
 anymore longer any more mehr plus más ya больше уже もう 再 了 de d يعد
 """.split())
 
-#: words that weaken a statement: a sentence with one added is no wording of the same fact,
-#: nor a certain value
+#: words that weaken a statement: with one added, a sentence is no wording of the fact, nor a certain value
 HEDGES = _entries("""
 usually, sometimes, occasionally, often, maybe, perhaps, probably, possibly, might, rarely, seldom, mostly, generally, typically,
 normally, mainly,
@@ -408,7 +406,6 @@ class Matcher:
         return any(self.at(words, i) for i in range(len(words)))
 
     def whole(self, words: tuple[str, ...]) -> list[Entry]:
-        """Return the entries that are exactly `words`."""
         return [e for e in self.at(words, 0) if len(e.words) == len(words)] if words else []
 
 
@@ -463,9 +460,8 @@ def language_markers(language: str) -> frozenset[str]:
 
 @lru_cache(maxsize=65536)
 def free_words(words: tuple[str, ...]) -> frozenset[str]:
-    """Return the words a wording of this sentence may swap freely (`FREE_BY_LANGUAGE`): those of the
-    languages its function words show (every language's when none shows), so "son" and "cet" are free
-    in French and values in English."""
+    """Return the `FREE_BY_LANGUAGE` words of the languages `words`' function words show (all when
+    none shows), so "son" and "cet" are free in French and values in English."""
     present = set(words)
     languages = [lang for lang, markers in _MARKERS.items() if markers & present]
     if not languages:
@@ -549,12 +545,10 @@ _SYNONYMS = Matcher(entry(t, gi) for gi, group in enumerate(SYNONYMS) for t in g
 
 
 def spans(words: Sequence[str], matcher: Matcher) -> list[tuple[int, int, Entry]]:
-    """Return the non-overlapping (start, end, entry) matches of a list in `words`, longest first at each place."""
     return matcher.spans(words)
 
 
 def has(words: Sequence[str], matcher: Matcher) -> bool:
-    """Say whether any entry of a list occurs in `words`."""
     return matcher.has(words)
 
 

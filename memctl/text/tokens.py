@@ -1,12 +1,11 @@
 """Tokens and sentences in any script.
 
-This module knows no language, only Unicode. Text is put in NFKC form and read as tokens: a URL
-or e-mail address is one token; a number is one token in any digit system, rewritten in ASCII
-digits with thousands grouping dropped ("1,000", "١٬٠٠٠" -> "1000"); a run of letters with inner
-connectors ("INV-2024-0042", "l'heure") is a word, or an ID when it mixes letters and digits.
-Scripts without spaces are cut per character (each Han or hiragana character, a katakana run):
-a segmenter would guess word boundaries, and a misplaced one makes two wordings of a fact differ.
-Each token keeps its text as written (casing matters for names) and a casefolded comparison form.
+This module knows no language, only Unicode. NFKC text is read as tokens: a URL or e-mail address
+is one; a number is one in any digit system, in ASCII digits without grouping ("1,000", "١٬٠٠٠" ->
+"1000"); letters with inner connectors ("INV-2024-0042", "l'heure") are a word, or an ID when they
+mix in digits. Spaceless scripts are cut per character (each Han or hiragana, a katakana run): a
+segmenter would guess word boundaries, and a misplaced one makes two wordings of a fact differ.
+Tokens keep their text as written (casing matters for names) and a casefolded comparison form.
 """
 
 from __future__ import annotations
@@ -71,7 +70,6 @@ def _ascii_digit(match: re.Match[str]) -> str:
 
 
 def ascii_digits(text: str) -> str:
-    """Return `text` with the digits of every script written as ASCII digits."""
     if text.isascii():
         return text
     return _FOREIGN_DIGIT.sub(_ascii_digit, text.translate(_ARABIC_SEPARATORS))
@@ -133,7 +131,6 @@ def _arabic(norm: str) -> str:
 
 @lru_cache(maxsize=65536)
 def tokens(text: str) -> tuple[Token, ...]:
-    """Return the tokens of `text` (one sentence or more), in order."""
     out: list[Token] = []
     for match in _TOKEN.finditer(normal(ascii_digits(text))):
         group = match.lastgroup

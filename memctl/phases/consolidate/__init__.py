@@ -1,17 +1,16 @@
 """Phase 1, consolidate related notes (DESIGN 3 and 4.1, seed US1, FR-010..016).
 
-Candidates are the Active, auto-generated notes that are neither Protected nor Immutable. Inside
-each partition (never across scopes) they are clustered by cosine similarity; each cluster is one
-question to the judge. A valid "yes" is one atomic unit: insert the synthesis with the scope
-copied from a member row, and revoke the sources into it. An invalid reply is not cached, leaves
-the cluster as it is and pauses the question (memctl/phases/asking.py).
+Candidates (Active, auto-generated, neither Protected nor Immutable) are clustered by cosine
+similarity inside each partition, never across scopes; each cluster is one question to the judge.
+A valid "yes" is one atomic unit: insert the synthesis, its scope copied from a member row, and
+revoke the sources into it. An invalid reply is not cached, leaves the cluster as is and pauses the
+question (memctl/phases/asking.py).
 
-A merged fact stays one note: a synthesis with a source's text writes no note, that source
-stands and the others are revoked into it ("standing"); exact copies and wordings of one fact
-are joined the same way without a model ("copies"). The note that stands is credited with the
-accesses of those it absorbs. The only move across partitions is absorption: a user note that a
-broader note of the same agent already states is revoked into it, the broader note guarded by a
-`check`. A partition that needed nothing and is unchanged since is skipped (memctl/settled.py).
+A merged fact stays one note: a synthesis with a source's text writes no note; that source stands,
+credited with the accesses of the others revoked into it ("standing"), as exact copies and wordings
+of one fact are joined without a model ("copies"). The only move across partitions is absorption: a
+user note that a broader note of the same agent already states is revoked into it, the broader note
+guarded by a `check`. A partition that needed nothing, unchanged since, is skipped (memctl/settled.py).
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ class ConsolidatePhase:
         built: list[Judge] = []
 
         def get_judge() -> Judge:
-            # built on first use: a store with nothing to ask never needs a working LLM configuration
+            # on first use: a store with nothing to ask needs no working LLM configuration
             if not built:
                 built.append(ctx.judge())
             return built[0]
@@ -229,9 +228,8 @@ class ConsolidatePhase:
         eligible = {k: v for k, v in eligible.items() if k not in skipped}
         standing_keys = [k for k in standing_keys if k not in skipped]
 
-        # Active notes of one partition with the same text are one note, whatever the cluster
-        # minimum: found by text alone (no model), in every partition of the scope; in the
-        # partitions planned this run, wordings that differ only in punctuation, case and filler too
+        # Same-text Active notes of a partition are one note, whatever the cluster minimum: found by text
+        # alone, in every partition; in those planned this run, wordings differing only in punctuation, case, filler
         active = by_partition(notes)
         copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
         planned = set(cluster_keys) | set(eligible) | set(standing_keys)
@@ -256,8 +254,7 @@ class ConsolidatePhase:
         for key in cluster_keys:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
-        # each partition's questions go out as soon as its clusters are known, while the next are
-        # clustered
+        # a partition's questions go out once its clusters are known, while the next are clustered
         with ClusterQuestions(ctx, get_judge, tally) as asked:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
             # Found while the answers come in: they do not depend on them, as a cluster's unit writes
@@ -294,7 +291,6 @@ class ConsolidatePhase:
 
 
 def _nothing_planned(plan: PhasePlan, cluster_min_size: int, candidates: int, partitions: int, skipped: int) -> PhasePlan:
-    """Return `plan` for a scope with no partition to cluster, absorb or join."""
     plan.outcome = "no items"
     plan.message = f"{plural(candidates, 'candidate note')}, no partition with {cluster_min_size} or more and nothing to absorb"
     if skipped:
@@ -307,10 +303,10 @@ def _nothing_planned(plan: PhasePlan, cluster_min_size: int, candidates: int, pa
 def _wordings(
     leftover: dict[PartitionKey, list[NoteRecord]], key_of: Callable[[NoteRecord], Any], flush: Callable[[], None]
 ) -> dict[PartitionKey, list[list[NoteRecord]]]:
-    """Return, per partition, the groups of notes no cluster took that are wordings of one fact (they
-    differ only in punctuation, case or filler): one note too, as copies are.
+    """Return, per partition, the groups of notes no cluster took that are wordings of one fact.
 
-    `flush` sends the questions held (and a batch's leftovers) while the wordings are read.
+    They differ only in punctuation, case or filler, so are one note, as copies are. `flush` sends
+    the questions held (and a batch's leftovers) while the wordings are read.
     """
     wordings: dict[PartitionKey, list[list[NoteRecord]]] = {}
     for k, members in leftover.items():
@@ -343,8 +339,7 @@ def _message(out: "ConsolidateResult", tally: Tally, asked_again: dict[str, int]
 def _fail_without_answers(
     plan: PhasePlan, out: "ConsolidateResult", tally: Tally, cases: Sequence[ClusterCase], absorptions: Sequence[AbsorptionCase]
 ) -> None:
-    """Fail the phase when no question got a usable answer: an outage, or a model whose every reply
-    is unusable, is a failure, not "done, N failed"."""
+    """Fail the phase when no question got a usable answer: an outage or an always-unusable model is not "done, N failed"."""
     failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
     if not failed:
         return
@@ -466,11 +461,10 @@ def _settled_now(
 ) -> list[PartitionKey]:
     """Return the partitions planned this run that need nothing, every question answered.
 
-    A partition qualifies when every cluster of it was declined by a valid (cached) verdict,
-    and, for a user partition, every cluster of its broader partitions too (their consolidation
-    decides which broader notes it is compared with), and every absorption check of its notes
-    was answered (none failed, none left for a later run) and absorbs nothing, and no exact
-    copies of it are to be joined (`copied`).
+    It qualifies when a valid (cached) verdict declined every cluster of it and, for a user
+    partition, of its broader partitions (their consolidation decides which broader notes it meets);
+    every absorption check of its notes was answered (none failed or deferred) and absorbs nothing;
+    and no copies of it are to be joined (`copied`).
     """
     verdicts: dict[PartitionKey, set[str]] = defaultdict(set)
     for case in cases:
@@ -495,8 +489,6 @@ def _settled_now(
 
 @dataclass
 class ConsolidateResult(StepResult):
-    """The consolidate step's counts."""
-
     clusters_found: int = 0
     clusters_consolidated: int = 0
     clusters_into_standing: int = 0

@@ -56,9 +56,8 @@ def cluster_cases(
 ) -> list[ClusterCase]:
     """Return the clusters of the partitions `keys`, in order, each one question to the judge.
 
-    `found_in(cases)` is called after each partition with its cases (none, for a partition
-    without a cluster), as soon as they are known, so their questions can be sent while the next
-    partitions are clustered.
+    `found_in(cases)` gets each partition's cases (maybe none) as soon as they are known, so their
+    questions can be sent while the next partitions are clustered.
     """
     settings = ctx.settings
     cases: list[ClusterCase] = []
@@ -75,10 +74,9 @@ def cluster_cases(
                 found_in([])
             continue
         clustered = {members[i].id for cluster in found for i in cluster}
-        # With a model, the model decides which notes of the cluster one note replaces, and
-        # quotes its evidence; the quotes and the synthesis are checked after (synthesis.py).
-        # Offline, the rules keep apart what they cannot merge, and leave a note that holds a
-        # conflicting value with another note of the partition to the contradiction phase.
+        # A model picks which notes one note replaces and quotes its evidence (checked in
+        # synthesis.py). Offline, the rules keep apart what they cannot merge and leave a note
+        # that conflicts with another of the partition to the contradiction phase.
         model = not get_judge().rules
         contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
         for cluster in found:
@@ -95,8 +93,8 @@ def cluster_cases(
                 tally.apart_reasons.append(one_line(why))
             for group in kept:
                 for cluster_notes in _fitting(get_judge, sorted(group, key=order_key), reference_date, settings):
-                    # The reference date is left out of the cache key on purpose: an unchanged cluster
-                    # is never asked twice (it only moves the prompt's 30-day age rule by a day).
+                    # The reference date is kept out of the cache key on purpose: an unchanged cluster
+                    # is never asked twice (the date only moves the prompt's 30-day age rule).
                     inputs = {"notes": [seen(n) for n in cluster_notes]}
                     question = Question(
                         "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),

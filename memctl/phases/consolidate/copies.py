@@ -21,10 +21,10 @@ SAME_WORDS = "the same fact in its words (punctuation, case and filler aside)"
 
 
 def copy_groups(notes: Sequence[NoteRecord], key_of: Callable[[NoteRecord], Any] = lambda n: same_text_key(n.note)) -> list[list[NoteRecord]]:
-    """Return the groups of 2+ notes of one partition with the same key that hold a note memctl may revoke.
+    """Return the groups of 2+ notes with the same key that hold a note memctl may revoke.
 
-    The key is the same text (`same_text_key`), or the same words once punctuation, case and
-    filler are set aside (`memctl.text.decide.wording_key`).
+    The key: the same text (`same_text_key`), or the same words bar punctuation, case and filler
+    (`memctl.text.decide.wording_key`).
     """
     by_key: dict[Any, list[NoteRecord]] = defaultdict(list)
     for note in notes:
@@ -43,10 +43,10 @@ def plan_copies(
 ) -> tuple[list[Unit], set[PartitionKey]]:
     """Plan the absorption of copies; return the units and the partitions that have some.
 
-    Per group, the note `standing_order` puts first stays (a note memctl may not revoke always
-    stays), and the copies it `outlives` are absorbed into it. When an Active note of the
-    partition contradicts the copies, the newest copy stays and absorbs only older ones, so the
-    contradiction phase sees the fact's latest date with the access counts of all.
+    Per group, the note `standing_order` puts first stays (as does any note memctl may not revoke)
+    and absorbs the copies it `outlives`. When an Active note contradicts the copies, the newest
+    copy stays and absorbs only older ones, so the contradiction phase sees the fact's latest date
+    with the access counts of all.
     """
     units: list[Unit] = []
     copied: set[PartitionKey] = set()

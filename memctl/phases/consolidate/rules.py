@@ -72,20 +72,16 @@ def _tier_rank(note: NoteRecord) -> int:
 
 
 def outlives(stay: NoteRecord, other: NoteRecord) -> bool:
-    """Return whether `other` may be revoked into `stay`: `stay` lives as long and is protected as strongly.
-
-    A merge never shortens a fact's life or weakens its protection.
-    """
+    """Say whether `other` may be revoked into `stay`: a merge never shortens a fact's life or weakens its protection."""
     return expiry(stay) >= expiry(other) and _tier_rank(stay) >= _tier_rank(other)
 
 
 def standing_order(note: NoteRecord, newest_first: bool = False) -> tuple:
     """Return the order in which notes of one fact are preferred as the one that stays.
 
-    A note memctl may not revoke first (it stays whatever happens), then a note merged before
-    (ConsolidationCount > 0, as every note memctl writes), then the most accessed, then the
-    oldest (the ID applications know longest), then by ID. With `newest_first`, the newest comes
-    right after the notes memctl may not revoke, so the authority rule reads the latest date.
+    A note memctl may not revoke first (it stays anyway), then one merged before (ConsolidationCount > 0,
+    as every note memctl writes), the most accessed, the oldest (the ID applications know longest), the
+    ID. `newest_first` puts the newest right after the unrevocable ones, so the authority rule reads the latest date.
     """
     created = utc(note.created_at).timestamp()
     if newest_first:
@@ -110,11 +106,9 @@ def standing_unit(
 ) -> Unit:
     """Return the unit that revokes `others` into `stay`, which stays Active with its ID, dates and vector.
 
-    `stay` gets the Comments line `kept` and, where memctl may write it ("credit"), the access
-    figures of the notes it absorbs (AccessCount added, the latest LastAccessedAt) and a
-    ConsolidationCount above theirs, so a later wording of its fact is asked about as an
-    absorption into it. A Protected note is only annotated; an Immutable one only guarded
-    ("check"). Each revoked note gets the Comments line `revoked`.
+    `stay` gets the Comments line `kept` and, where it may be credited, the absorbed notes' access
+    figures (AccessCount added, the latest LastAccessedAt) and a ConsolidationCount above theirs, so
+    a later wording of its fact is asked about as an absorption into it. Revoked notes get `revoked`.
     """
     if refusal("annotate", stay.protection_tier, stay.is_auto_generated):  # Immutable: only guarded
         keep = Mutation(TABLE, stay.id, "check", {}, guard=note_guard(stay))
@@ -184,9 +178,8 @@ def analysed(texts: dict[str, NoteText], note: NoteRecord) -> NoteText:
 def contested_notes(pv: PartitionVectors, clustered: set[str], threshold: float, texts: dict[str, NoteText]) -> dict[str, str]:
     """Return, with why, the clustered notes that conflict (offline) with an Active note of their partition.
 
-    Only certain conflicts count. Such a note is not consolidated this run: the contradiction
-    phase settles the pair on the notes' own dates, access counts and protection, which a merge
-    would change. Only pairs at cosine >= `threshold` are read.
+    Only certain conflicts of pairs at cosine >= `threshold` count. Such a note is not merged this run:
+    the contradiction phase settles it on the notes' own dates, access counts and protection, which a merge would change.
     """
     contested: dict[str, str] = {}
     notes = pv.notes
@@ -220,8 +213,7 @@ class Tally:
     apart_reasons: list[str] = field(default_factory=list)
     #: a model's merges whose quotes do not show one subject (memctl.text.evidence): not applied
     merges_vetoed: int = 0
-    #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes
-    #: that do not hold
+    #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes do not hold
     absorptions_vetoed: int = 0
     veto_reasons: list[str] = field(default_factory=list)
     client: dict[str, int] = field(default_factory=dict)

@@ -50,10 +50,10 @@ def consolidation_problem(
 ) -> Optional[str]:
     """Return why a consolidation reply must not be acted on, or None when it is valid.
 
-    Besides its form, the merged note is verified by `synthesis_problem` (no value lost or invented,
-    the authority rule's value where sources conflict; `records` gives their dates and access
-    counts). A model's reply must quote evidence from every note it merges; quotes that do not show
-    one subject are valid here and declined by `_judge_case`, so the reply is cached, not re-asked.
+    Besides its form, `synthesis_problem` verifies the merged note (no value lost or invented, the
+    authority rule's value where sources conflict, by `records`' dates and access counts). A model
+    must quote evidence from every note it merges; quotes that do not show one subject pass here and
+    `_judge_case` declines the merge, so the reply is cached, not re-asked.
     """
     if not reply.shouldConsolidate:
         return None
@@ -78,8 +78,6 @@ def consolidation_problem(
     if len(ids) < 2:
         return "sourceNoteIds must name at least 2 notes of the cluster"
     if model:
-        # a quote missing or not in its note makes the reply unusable; quotes that do not show one
-        # subject make it a merge `_judge_case` declines
         quoted = merge_quotes(question, reply)
         problem = unfound(quoted, [f"note {i}" for i in ids])
         if problem or not check(quoted).holds:
@@ -104,9 +102,8 @@ def consolidation_problem(
 class ClusterQuestions:
     """The clusters' questions, sent partition by partition as clusters are found (`add`), judged by `finish`.
 
-    Questions go out while the next partitions are clustered; answers are read back in the clusters'
-    order, so the units do not depend on when they arrived. Use it as a context manager around the
-    clustering: leaving it early abandons the requests in flight.
+    Answers are read back in the clusters' order, so the units do not depend on when they arrived.
+    Use it as a context manager around the clustering: leaving early abandons the requests in flight.
     """
 
     def __init__(self, ctx: PhaseContext, get_judge: Callable[[], Judge], tally: Tally) -> None:
@@ -284,9 +281,9 @@ def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationRepl
 def _attach_vectors(ctx: PhaseContext, cases: list[ClusterCase]) -> Callable[[], None]:
     """Give new notes an EmbeddingVector when the store keeps vectors of the compute embedder's model.
 
-    In a partition of stored vectors of another model, the new note gets a derived vector of that
-    model instead (in memctl's cache only). The compute embedder is asked on its own thread meanwhile;
-    the returned `attach` waits for it (raising its error) and writes the vectors into the units.
+    In a partition of another model's stored vectors it gets a derived vector of that model instead
+    (in memctl's cache only). The compute embedder runs on its own thread meanwhile; the returned
+    `attach` waits for it (raising its error) and writes the vectors into the units.
     """
     settings = ctx.settings
     if not cases:
