@@ -1,11 +1,9 @@
 """The AIAgent row memctl's runs belong to.
 
-By default memctl records its runs under its own row (`models.MEMCTL_AGENT_ID`, "memctl"),
-created on the first recorded run. On a MemberJunction database it is flagged like MJ's Memory
-Manager (`MAINTENANCE_FLAGS`: restricted, injecting no notes or examples, writing no memory;
-each where the column exists) and left out of retention archival. An operator may name an
-existing row instead (`agent_id`); memctl never creates or changes it, and refuses to run
-(exit 2) when it does not exist.
+By default memctl's own row (`models.MEMCTL_AGENT_ID`), created on the first recorded run,
+flagged like MJ's Memory Manager (`MAINTENANCE_FLAGS`) and left out of retention archival. An
+operator may name an existing row instead (`agent_id`); memctl never creates or changes it, and
+refuses to run (exit 2) when it does not exist.
 """
 
 from __future__ import annotations
@@ -24,12 +22,11 @@ from memctl.store.ids import other_spelling
 from memctl.store.live import live_table
 
 DESCRIPTION = "memctl: scheduled maintenance of agent memory (consolidate, contradictions, prune, archive). Not for users."
-#: MJ's AIAgent flags and the values its Memory Manager row has; set where the column exists
+#: as on MJ's Memory Manager row (restricted, injects nothing, writes no memory); set where the column exists
 MAINTENANCE_FLAGS: dict[str, Any] = {"IsRestricted": True, "InjectNotes": False, "InjectExamples": False, "AllowMemoryWrite": False}
 
 
 def agent_id(settings: Settings) -> str:
-    """Return the ID of the AIAgent row memctl's runs belong to."""
     return str(uuid.UUID(settings.agent_id)) if settings.agent_id else m.MEMCTL_AGENT_ID
 
 
@@ -52,8 +49,7 @@ def require_agent(conn: Connection, settings: Settings) -> None:
 def ensure_agent(conn: Connection, wanted: str, now: datetime) -> None:
     """Create memctl's own AIAgent row when `wanted` is it and it is missing.
 
-    Two workers starting together on a new store may both try: the insert runs in a savepoint
-    and losing that race is fine. A row named by the operator is never created here.
+    The insert runs in a savepoint: two workers starting on a new store may race, and losing is fine.
     """
     if conn.execute(sa.select(m.agent.c.ID).where(m.agent.c.ID == wanted)).first() is not None:
         return

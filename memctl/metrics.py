@@ -44,7 +44,6 @@ def _line(name: str, labels: dict[str, str], value: float) -> str:
 
 
 def render(report: RunReport, finished_at: Optional[float] = None) -> str:
-    """Return the exposition text of one run report."""
     command = report.command.replace("memctl ", "", 1)
     samples: dict[str, list[str]] = {name: [] for name in METRICS}
     base = {"command": command}

@@ -150,11 +150,8 @@ class RunRecorder:
             conn.execute(m.run_step.insert(), rows)
 
     def record_finished_run(self, message: str, result: Any, steps: Sequence[FinishedStep], success: bool = True) -> str:
-        """Write a run that is already over (a gate skip, a stuck lock) and its steps in one transaction.
-
-        So a process killed meanwhile leaves no Running run behind that no lease would let the next
-        run close.
-        """
+        """Write a run that is already over (a gate skip, a stuck lock) and its steps in one transaction,
+        so a process killed meanwhile leaves no Running run that no lease would let the next run close."""
         now = self.clock()
         run_values = {
             "ID": self.run_id, "AgentID": self.agent_id, "RunName": self.run_name, "Status": "Completed" if success else "Failed",
@@ -182,7 +179,6 @@ class RunRecorder:
 
 
 def _finished_step_rows(run_id: Optional[str], steps: Sequence[FinishedStep], parent_id: Optional[str], first: int, now: datetime) -> list[dict[str, Any]]:
-    """Return AIAgentRunStep rows of steps that are already over, numbered from `first`."""
     return [
         {
             "ID": str(uuid.uuid4()), "AgentRunID": run_id, "ParentID": parent_id, "StepNumber": number,

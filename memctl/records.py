@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping, Optional
 
-#: ProtectionTier values by their lower-case spelling (MJ's check: Immutable, Protected, Standard, Ephemeral)
+#: MJ's ProtectionTier spellings by their lower case
 _TIERS = {t.lower(): t for t in ("Immutable", "Protected", "Standard", "Ephemeral")}
 
 #: protection tiers from weakest to strongest (a NULL tier reads as Standard)

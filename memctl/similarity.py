@@ -32,7 +32,7 @@ __all__ = [
 
 
 def normalise_id(value: str | None) -> str | None:
-    """An ID as partition keys compare it: case-insensitive (SQL Server returns uppercase GUIDs)."""
+    """Return an ID as partition keys compare it: case-insensitive (SQL Server returns uppercase GUIDs)."""
     return None if value is None else value.strip().lower()
 
 

@@ -1,8 +1,6 @@
 """Offline embedder: signed feature hashing of words, word bigrams and character n-grams.
 
-Deterministic, no fitted vocabulary, and its cosine tracks lexical overlap. In scripts written
-without spaces each Han or hiragana character, and each katakana run, counts as a word. The
-features are part of the embedder's name, which keys the embedding cache: change one, change the name.
+Deterministic, no fitted vocabulary, and its cosine tracks lexical overlap.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-#: the features below are part of this name: any change to them needs a new version
+#: keys the embedding cache, so any change to the features below needs a new version
 NAME = "memctl-hashing-v2"
 DEFAULT_DIM = 1024
 
@@ -70,10 +68,7 @@ def stem(word: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Split text into stemmed lowercase content words (NFKC, apostrophes joined, no stopwords).
-
-    A run of a script written without spaces is cut into its characters (katakana runs whole).
-    """
+    """Split text into stemmed lowercase content words (NFKC, apostrophes joined, no stopwords, spaceless scripts per `_SPACELESS`)."""
     text = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", text).lower())
     out: list[str] = []
     for token in _TOKEN.findall(text):

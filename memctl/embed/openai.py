@@ -14,8 +14,7 @@ DEFAULT_MODEL = "text-embedding-3-small"
 
 
 def _check_shapes(model: str, embeddings: list) -> list:
-    """Return `embeddings` when each is one flat vector of one length; raise a clear error otherwise
-    (a server that does not pool answers one vector per token)."""
+    """Return `embeddings` when each is one flat vector of one length, else raise (a non-pooling server sends one per token)."""
     for position, emb in enumerate(embeddings):
         if isinstance(emb, list) and emb and isinstance(emb[0], list):
             raise RuntimeError(
@@ -87,7 +86,7 @@ class OpenAIEmbedder:
 
 
 def _plain_pairs(body: bytes) -> Optional[list[tuple[int, Any]]]:
-    """Return (index, embedding) of each item of an embeddings response body in the usual shape, or None.
+    """Return (index, embedding) pairs of a response body in the usual shape, or None.
 
     Plain JSON, because the client's response models build an object per float (slow on large batches).
     """

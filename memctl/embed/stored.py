@@ -38,8 +38,7 @@ def decode_vector(text: str | None) -> np.ndarray | None:
             vector = np.asarray(values, dtype=np.float32)
     except OverflowError:  # an integer beyond any float
         return None
-    # a finite float64 can still overflow float32
-    if not np.isfinite(vector).all():
+    if not np.isfinite(vector).all():  # a finite float64 can still overflow float32
         return None
     return vector
 
@@ -58,8 +57,7 @@ def content_hash(text: str) -> str:
 
 
 def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
-    """Return `decode_vector(text)`, faster (orjson and numpy) when the text is a JSON array of floats;
-    anything else is left to decode_vector itself."""
+    """Return `decode_vector(text)`, faster (orjson and numpy) when the text is a JSON array of floats."""
     if text is None:
         return None
     try:
@@ -77,8 +75,8 @@ def decode_stored(text: Optional[str]) -> Optional[np.ndarray]:
 
 
 def _loads(text: str) -> Any:
-    """json.loads(text), by orjson where it reads the text; what orjson refuses (NaN, Infinity, lone
-    surrogates, deep nesting) is left to json. Both give the same float32 for huge integers."""
+    """Parse JSON with orjson, falling back to json for what orjson refuses (NaN, Infinity, lone surrogates,
+    deep nesting). Both give the same float32 for huge integers."""
     if _orjson is not None and type(text) is str:  # the column's type; anything else as json reads it
         try:
             return _orjson.loads(text)
@@ -88,5 +86,4 @@ def _loads(text: str) -> Any:
 
 
 def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
-    """Return `decode_stored` of every text, in order."""
     return [decode_stored(t) for t in texts]

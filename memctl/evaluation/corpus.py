@@ -65,7 +65,6 @@ class LabelledPair:
 
 
 def data_file(name: str) -> Path:
-    """Return the path of a shipped corpus file (inside the installed package)."""
     path = Path(str(resources.files("memctl") / "data" / name))
     if not path.is_file():
         raise UsageError(f"the evaluation corpus {name} is missing from this memctl installation ({path})")
@@ -106,7 +105,6 @@ def stable_id(*parts: str) -> str:
 
 
 def pair_note_ids(pair: LabelledPair) -> tuple[str, str]:
-    """Return the IDs of the two notes a labelled pair is asked as."""
     return stable_id("pair", pair.id, "a"), stable_id("pair", pair.id, "b")
 
 

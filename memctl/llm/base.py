@@ -36,8 +36,7 @@ class JudgeResult(Generic[R]):
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
     raw: Optional[str] = None
-    #: the request failed for a transient reason after every retry (timeouts, 429, 5xx): the server
-    #: is failing, so asking the same questions again one by one would not help
+    #: failed transiently (timeouts, 429, 5xx) after every retry: asking again one by one would not help
     outage: bool = False
     #: a completion arrived, usable or not: an unusable reply is not an outage (DESIGN 4)
     answered: bool = False
@@ -46,9 +45,7 @@ class JudgeResult(Generic[R]):
 class Judge:
     """Answers the three questions the LLM phases ask; subclasses must be thread-safe.
 
-    Everything a phase asks of a judge is here. The defaults are those of a judge without a
-    model or client (the offline rules): no prompt templates, one question per request, no client
-    counters.
+    The defaults are those of a judge without a model or client (the offline rules).
     """
 
     #: identifies the model (and provider) in verdict-cache keys, e.g. "offline-v1" or "gpt-4o-mini"

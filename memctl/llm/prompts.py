@@ -76,7 +76,6 @@ def prompts_dirs(prompts_dir: Union[str, Path, None] = None) -> list[Path]:
 
 
 def parse_template(name: str, text: str) -> tuple[str, str]:
-    """Split a template's text into its system and user parts."""
     lines = text.splitlines(keepends=True)
     markers = [i for i, line in enumerate(lines) if line.strip() in (SYSTEM_MARKER, USER_MARKER)]
     kinds = [lines[i].strip() for i in markers]

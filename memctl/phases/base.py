@@ -14,18 +14,16 @@ from memctl.records import NoteRecord
 class Overlay:
     """The effects of the phases already planned in this invocation.
 
-    In a real run each phase's plan is applied before the next phase plans, so the database
-    already shows those effects; the overlay then only carries which notes this run created.
-    In a dry-run nothing is applied, so the overlay also carries the planned removals and
+    A real run applies each plan before the next phase plans, so the overlay only carries which
+    notes this run created; a dry-run applies nothing, so it also carries the planned removals and
     additions, and later phases plan on the state the earlier plans would produce.
     """
 
     removed: set[str] = field(default_factory=set)
     added: list[NoteRecord] = field(default_factory=list)
     created_by_run: set[str] = field(default_factory=set)
-    #: dry-run: the columns the earlier plans set on notes they keep Active (a standing note's
-    #: credited AccessCount and LastAccessedAt), as plan values, by note ID: later phases plan,
-    #: and guard, on the rows as they will be
+    #: dry-run: columns earlier plans set on notes they keep Active (credited AccessCount, LastAccessedAt),
+    #: as plan values by note ID, so later phases plan and guard on the rows as they will be
     changed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 

@@ -75,9 +75,8 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     trusted = store.trusted
     dropped: set[str] = set()  # IDs whose row kept (a twin read later) has no text to use
     notes: list[NoteRecord] = []
-    # note ID -> its place in `notes` (-1: not taken). SQLite rows whose IDs differ only in
-    # spelling ("ABC..." and "abc...", dashed or not) are one record: the row in SQLAlchemy's
-    # spelling (32 lowercase hex digits) when there is one, as apply finds it (rows_by_id).
+    # note ID -> its place in `notes` (-1: not taken). SQLite rows whose IDs differ only in case or
+    # dashes are one record: the row in SQLAlchemy's spelling (32 lowercase hex) if any, as rows_by_id finds it.
     seen: dict[str, int] = {}
     twins = 0
     shared = [c for c in SHARED_VALUES if c in wanted]
@@ -176,7 +175,7 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
 
 
 def _trusted_text(values: dict[str, Any], trusted: str) -> Optional[str]:
-    """The row's EmbeddingVector text when its EmbeddingModelID is the trusted model's."""
+    """Return the row's EmbeddingVector text when its EmbeddingModelID is the trusted model's, else None."""
     text = values.get("EmbeddingVector")
     if text is None or (values.get("EmbeddingModelID") or "").lower() != trusted:
         return None

@@ -17,7 +17,6 @@ STEP_NAMES = {
 
 
 def phase(name: str) -> Phase:
-    """Return the phase called `name`."""
     if name == "consolidate":
         return ConsolidatePhase()
     if name == "contradictions":

@@ -1,21 +1,20 @@
 """Guards that keep a weak judge from doing harm, both deterministic and applied after it answers.
 
-1. **A contradiction never removes a fact the winner does not state.** The loser may also hold
-   facts unrelated to the conflict, so it is revoked only when it is a single statement or the
-   winner states every sentence of it; otherwise the pair is flagged for review, naming the
-   sentence that would be lost (picking the conflicting sentence is what a weak model gets wrong).
-   Two notes stating the same facts are duplicates, never a contradiction: such a verdict is not
-   acted on. "States": the winner has a sentence holding every content word of the loser's
-   sentence in order, with no extra negation (memctl.text.statement.states).
-   With `consolidate_keep_every_sentence`, a merged note that does not state every sentence of
-   the notes it replaces is rejected the same way (merges that rightly drop a superseded value
-   too: the contradictions phase decides those).
+1. **A contradiction never removes a fact the winner does not state.** The loser may hold facts
+   unrelated to the conflict, so it is revoked only when it is a single statement or the winner
+   states every sentence of it; otherwise the pair is flagged for review, naming the sentence that
+   would be lost (picking the conflicting sentence is what a weak model gets wrong). Two notes
+   stating the same facts are duplicates: such a verdict is not acted on. "States"
+   (memctl.text.statement.states): a sentence holds every content word of the other, in order,
+   with no extra negation. With `consolidate_keep_every_sentence`, a merge that does not state
+   every sentence it replaces is rejected the same way (even one that rightly drops a superseded
+   value: the contradictions phase decides those).
 
 2. **A judge that answers the same way to nearly every question is not believed.** When at least
-   `uniform_min_pairs` (default 20) pairs of a run were judged (cached answers included) and at
-   least `uniform_share` (default 0.9) of them were called contradictions, none of those verdicts
-   is applied. Similar notes of one partition are mostly compatible, so such a judge is not
-   reading them. Answering "none" to everything does no harm and is not limited.
+   `uniform_min_pairs` (default 20) pairs of a run were judged (cached included) and at least
+   `uniform_share` (default 0.9) were called contradictions, none of those verdicts is applied:
+   similar notes of one partition are mostly compatible, so such a judge is not reading them.
+   Answering "none" to everything does no harm and is not limited.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ RAW_ID = "__memctl_raw_id"  # on SQLite, the ID column's text exactly as stored
 
 @lru_cache(maxsize=64)
 def _by_id_query(table: sa.Table, sqlite: bool, lock: bool, skip: tuple[str, ...]) -> sa.Select:
-    """`rows_by_id`'s read, built once per table and shape; the IDs are one expanding parameter, "ids"."""
+    """Build `rows_by_id`'s read once per table and shape; the IDs are one expanding parameter, "ids"."""
     read_columns = [c for c in table.c if c.name not in skip]
     ids = sa.bindparam("ids", expanding=True)
     if sqlite:
@@ -222,8 +222,7 @@ def _row_state(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != RAW_ID}
 
 
-#: units applied in one transaction (DESIGN 4.1). A kill mid-batch loses the batch (the next run
-#: plans it again), never half a unit.
+#: units per transaction (DESIGN 4.1): a kill mid-batch loses the batch (replanned next run), never half a unit
 BATCH_UNITS = 50
 #: and at most this many mutations (a larger unit goes alone), so a transaction stays short
 BATCH_MUTATIONS = 500
@@ -268,8 +267,7 @@ def unit_records(unit: Unit) -> set[str]:
 
 
 def batches(units: Sequence[Unit], size: Optional[int] = None) -> list[list[Unit]]:
-    """Cut `units` into consecutive batches of at most `size` (BATCH_UNITS) units and BATCH_MUTATIONS
-    mutations, in plan order.
+    """Cut `units`, in plan order, into batches of at most `size` (BATCH_UNITS) units and BATCH_MUTATIONS mutations.
 
     Two units of one batch never touch one record, so each unit sees the rows as it would alone.
     """
@@ -349,7 +347,7 @@ def _apply_in(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> lis
 
 
 def _skipped_whole(unit: Unit, outcome: UnitOutcome) -> UnitOutcome:
-    """An atomic unit with a skipped mutation: every mutation skipped, each saying why."""
+    """Skip every mutation of an atomic unit that had one skipped, each saying why."""
     reasons = dict(outcome.skipped)
     why = "; ".join(f"{rid}: {reason}" for rid, reason in outcome.skipped)
     whole = UnitOutcome(unit.key, unit.kind)
@@ -460,7 +458,7 @@ INTO_SCOPE = "IntoScope"
 
 
 def _into_scope(unit: Unit, rows: Mapping[str, Mapping[str, Any]], target: str) -> Optional[dict[str, Any]]:
-    """The scope of `target` as this unit finds it: its row, or the note the unit inserts."""
+    """Return the scope of `target` as this unit finds it: its row, or the note the unit inserts (None: neither)."""
     row: Optional[Mapping[str, Any]] = rows.get(target.lower())
     if row is None:
         row = next((mu.values for mu in unit.mutations if mu.action == "insert" and str(mu.values.get("ID")).lower() == target.lower()), None)
@@ -468,20 +466,20 @@ def _into_scope(unit: Unit, rows: Mapping[str, Mapping[str, Any]], target: str) 
 
 
 def _guid(value: Any) -> str:
-    """A GUID as one text whatever the backend returns (SQL Server upper-case, SQLite hex digits)."""
+    """Return a GUID as one text whatever the backend returns (SQL Server upper-case, SQLite hex digits)."""
     return str(uuid.UUID(str(value)))
 
 
 def _unit_rows(unit: Unit, rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The batch's rows this unit names."""
     named = {mu.record_id.lower() for mu in unit.mutations}
     return {k: rows[k] for k in named if k in rows}
 
 
 @lru_cache(maxsize=256)
 def _update_by_id(table: sa.Table, keys: tuple[str, ...], sqlite: bool) -> sa.Update:
-    """The update of `keys` of the row whose ID is "b_id" (each value "b_<column>"); on SQLite the
-    IDs are the stored text (rows_by_id)."""
+    """Build the update of `keys` of the row whose ID is "b_id" (each value "b_<column>").
+
+    On SQLite the IDs are the stored text (rows_by_id)."""
     if sqlite:
         return sa.update(table).where(sa.type_coerce(table.c.ID, sa.String) == sa.bindparam("b_id", type_=sa.String)).values(
             {k: sa.bindparam(f"b_{k}", type_=sa.String) if isinstance(table.c[k].type, sa.Uuid) else sa.bindparam(f"b_{k}") for k in keys}

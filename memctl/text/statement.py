@@ -1,10 +1,9 @@
 """What a sentence states: its content words, its negations, and the hard evidence it names.
 
 `analyse` reads a sentence once (cached) into a `Sentence`: `signed` is its content words in
-comparison form with "<not>" where a negation of any listed language stood; filler
-(lexicon.FILLER) and a short "Label:" preamble are dropped, English contractions expanded,
-French elisions split and Latin-script -s endings folded. `hard` holds numbers, IDs, e-mail
-addresses and URLs (a "currently" made "as of <date>" by memctl.temporal is not evidence).
+comparison form (filler and a "Label:" preamble dropped, contractions and elisions split, -s endings
+folded) with "<not>" where a negation of any listed language stood; `hard` holds numbers, IDs,
+e-mail addresses and URLs (an "as of <date>" that memctl.temporal wrote for "currently" is not evidence).
 `covers` (one sentence already states another) and `states` (the retention test) read these.
 """
 

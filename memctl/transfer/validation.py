@@ -315,7 +315,7 @@ def _check_binary(value: Any) -> bytes:
 
 
 def _check_naive_timestamp(value: Any) -> datetime:
-    """A timestamp for a column without a time zone: kept as given (an offset is turned into UTC)."""
+    """Parse a timestamp for a column without a time zone: kept as given (an offset is turned into UTC)."""
     moment = _parse_timestamp(value)
     return moment if moment.tzinfo is None else moment.astimezone(timezone.utc).replace(tzinfo=None)
 

@@ -85,8 +85,7 @@ def absorption_candidates(
     revoked: set[str],
     get_judge: JudgeGetter,
 ) -> list[AbsorptionCase]:
-    """Return an absorption check for each narrower note with a broader note as similar as a cluster's
-    members (its best one)."""
+    """Return an absorption check for each narrower note whose best broader note is as similar as a cluster's members."""
     now = ctx.now.timestamp()
     rows = {key: {n.id: i for i, n in enumerate(pv.notes)} for key, pv in vectors.items()}
     # user partitions with the same broader partitions (a company's users) are searched together
@@ -100,7 +99,6 @@ def absorption_candidates(
     prepared: dict[PartitionKey, Side] = {}
 
     def side(b: PartitionKey) -> Side:
-        """Return (ranks, vector rows, expiries) of broader partition b's live notes."""
         if b not in prepared:
             notes = live[b]
             prepared[b] = (
@@ -334,7 +332,6 @@ def standing_absorptions(cases: Sequence[AbsorptionCase]) -> list[Unit]:
 
 
 def _absorption_case(get_judge: JudgeGetter, broader: NoteRecord, narrower: NoteRecord, similarity: float, standing: bool = False) -> AbsorptionCase:
-    """Return the check whether `broader` states every fact of `narrower`, as a question to the judge."""
     inputs = {"broader": seen(broader), "narrower": seen(narrower)}
     question = Question(
         "absorb", inputs, partial(_ask_absorption, get_judge, broader, narrower), item=question_data("absorb", (broader, narrower)),
