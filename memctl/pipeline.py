@@ -402,8 +402,8 @@ def _run_phase(
                 raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
             report.entries = preview.entries(phase_plan, report.skipped)
             report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
+            children_recorded = True  # before the write: a stop inside it must not record them again
             _record_children(recorder, phase_plan, applied, step_id)
-            children_recorded = True
         report.seconds = time.monotonic() - started
         output = {**report.output, "outcome": report.outcome, "applied": report.applied, "skippedChanged": len(report.skipped), "seconds": round(report.seconds, 3)}
         if report.skipped:

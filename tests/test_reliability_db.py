@@ -429,3 +429,41 @@ def test_a_sqlite_store_checkpoints_every_10000_wal_pages_and_is_whole_in_its_fi
         assert alone.execute("SELECT count(*) FROM filler").fetchone()[0] == 1_500
     finally:
         alone.close()
+
+
+def test_a_stop_after_a_phase_recorded_its_children_keeps_the_count_and_records_them_once(db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline passes after consolidate applied its units and recorded a child step per cluster,
+    as its step is closed: the step says what was applied, and no child is written twice."""
+    from memctl.stopping import DeadlineExceeded
+
+    groups = generate_corpus(db.engine, NOW, notes=0, examples=0, seed=25, llm_groups=3)["groups"]
+    original_record, original_finish = pipeline._record_children, pipeline._finish
+    plan_children: list = []
+
+    def record(recorder, plan, outcomes, step_id, only_applied=False):  # type: ignore[no-untyped-def]
+        if plan.phase == "consolidate" and not only_applied:
+            plan_children.extend(plan.children)
+        original_record(recorder, plan, outcomes, step_id, only_applied)
+
+    def finish_then_stop(recorder, step_id, input_data, output, *, success, error=None):  # type: ignore[no-untyped-def]
+        if success and plan_children and output.get("outcome") == "done":
+            raise DeadlineExceeded("stopped at the run deadline (test) after the children were recorded")
+        original_finish(recorder, step_id, input_data, output, success=success, error=error)
+
+    monkeypatch.setattr(pipeline, "_record_children", record)
+    monkeypatch.setattr(pipeline, "_finish", finish_then_stop)
+    with LLMStub() as stub:
+        report = api.dream(llm(db, stub), force=True, engine=db.engine)
+    monkeypatch.undo()
+
+    assert report.stopped == "deadline"
+    revoked = [n for g in groups for n in g["cluster"] if Store(db.engine).status(n) == "Revoked"]
+    assert revoked, "consolidate applied its units before the stop"
+    with db.engine.connect() as conn:
+        [step] = conn.execute(sa.select(m.run_step).where(m.run_step.c.AgentRunID == report.run_id, m.run_step.c.ParentID.is_(None),
+                                                          m.run_step.c.StepName == report.phases[0].step_name)).mappings().all()
+        children = conn.execute(sa.select(m.run_step.c.InputData).where(m.run_step.c.ParentID == step["ID"])).scalars().all()
+        changes = conn.execute(sa.select(sa.func.count()).select_from(m.change).where(m.change.c.RunID == report.run_id)).scalar()
+    assert step["Status"] == "Failed" and json.loads(step["OutputData"])["applied"] == changes == report.phases[0].applied
+    assert len(children) == len(set(children)) == len(plan_children)
+    assert verify(db.engine) == []
