@@ -76,10 +76,13 @@ class LLMJudge(Judge):
         """Return the loaded template for `kind`, loading it on first use (PromptError if missing)."""
         if kind not in KINDS:
             raise PromptError(f"unknown judge kind {kind!r}; expected one of {', '.join(KINDS)}")
+        return self._load(KINDS[kind][0])
+
+    def _load(self, name: str) -> Prompt:
         with self._lock:
-            if kind not in self._prompts:
-                self._prompts[kind] = load_prompt(KINDS[kind][0], self.prompts_dir)
-            return self._prompts[kind]
+            if name not in self._prompts:
+                self._prompts[name] = load_prompt(name, self.prompts_dir)
+            return self._prompts[name]
 
     def template_hash(self, kind: str) -> str:
         return self.prompt(kind).sha256
@@ -136,21 +139,13 @@ class LLMJudge(Judge):
 
     def batch_reply_tokens(self, kind: str, items: Sequence[Any]) -> int:
         """Return the max_tokens of a request of `items`: each answer's own budget, and its item number."""
-        total = ITEM_REPLY_TOKENS
-        for data in items:
-            if kind == "consolidate":
-                total += budget.consolidation_reply_tokens([d["content"] for d in data], self.max_note_chars)
-            else:
-                total += budget.VERDICT_REPLY_TOKENS
-            total += ITEM_REPLY_TOKENS
-        return total
+        total = ITEM_REPLY_TOKENS * (len(items) + 1)
+        if kind != "consolidate":
+            return total + budget.VERDICT_REPLY_TOKENS * len(items)
+        return total + sum(budget.consolidation_reply_tokens([d["content"] for d in data], self.max_note_chars) for data in items)
 
     def _render_many(self, kind: str, items: Sequence[Any], reference_date: Optional[str]) -> tuple[str, str]:
-        single = self.prompt(kind)
-        with self._lock:
-            if SEVERAL_TEMPLATE not in self._prompts:
-                self._prompts[SEVERAL_TEMPLATE] = load_prompt(SEVERAL_TEMPLATE, self.prompts_dir)
-            several = self._prompts[SEVERAL_TEMPLATE]
+        single, several = self.prompt(kind), self._load(SEVERAL_TEMPLATE)
         preamble = f"Today is {reference_date}.\n\n" if kind == "consolidate" and reference_date is not None else ""
         data = {"questions": [{"item": k + 1, "data": item} for k, item in enumerate(items)]}
         extra, user = several.render(count=str(len(items)), preamble=preamble, notes_json=notes_json(data))

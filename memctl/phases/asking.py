@@ -18,6 +18,7 @@ import json
 import logging
 import re
 from collections import defaultdict
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -86,14 +87,6 @@ class AskStats:
     client: dict[str, int] = field(default_factory=dict)
     #: when paused questions are asked again: time -> how many
     ask_again: dict[datetime, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "llmCalls": self.calls, "questionsAsked": self.asked, "cacheHits": self.cached, "failedReplies": self.failed,
-            "unusableReplies": self.unusable, "questionsPaused": self.paused,
-            "promptTokens": self.usage.prompt_tokens, "completionTokens": self.usage.completion_tokens, "tokens": self.usage.total,
-            **self.client,
-        }
 
     def will_ask_again(self, pause: Pause) -> None:
         self.ask_again[pause.ask_again_at] = self.ask_again.get(pause.ask_again_at, 0) + 1
@@ -210,6 +203,15 @@ class Triage:
     #: indices of questions to ask
     fresh: list[int]
 
+    def add(self, part: "Triage", offset: int) -> None:
+        """Append `part`, the triage of the questions from index `offset` on."""
+        self.keys.extend(part.keys)
+        self.cached.update((offset + i, reply) for i, reply in part.cached.items())
+        self.stale |= part.stale
+        self.pauses.update(part.pauses)
+        self.paused.extend(offset + i for i in part.paused)
+        self.fresh.extend(offset + i for i in part.fresh)
+
 
 def reply_check(judge: Judge, questions: Sequence[Question], valid: Check) -> Check:
     """Return the check every reply must pass: it copies no example of the prompt, and the phase's `valid`."""
@@ -289,25 +291,28 @@ class Asking:
         eager: bool = True,
     ) -> None:
         self.ctx, self.judge, self.reply_model, self.cacheable, self.eager = ctx, judge, reply_model, cacheable, eager
-        self.questions: list[Question] = []
-        self.answers: list[Optional[Answer]] = []
-        self.stats = AskStats()
-        self.sorted_out = Triage([], {}, set(), {}, [], [])
+        self.where = f"while waiting for {judge.model}'s answers"
+        self.before = client_counters(judge)
         self.examples: dict[str, Any] = {}  # the prompts' examples by kind, read as kinds are first sent
         #: why a reply cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)
         self.check = _check(self.examples, valid)
+        # every question sorted out so far, by index: its triage and its answer (None: not answered yet)
+        self.questions: list[Question] = []
+        self.sorted_out = Triage([], {}, set(), {}, [], [])
+        self.answers: list[Optional[Answer]] = []
+        self.stats = AskStats()
         self.held: list[list[Question]] = []  # submissions not sorted out yet
-        self.held_questions = 0
         self.quiet = False  # the last questions sorted out needed no request
-        self.jobs: list[list[int]] = []
-        self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
         self.pool = Pool(ctx.settings.llm_workers)  # threads: the most requests that may be in flight
         self.sent: dict[int, Any] = {}  # pool job -> its batch (indices) or the index asked again alone
-        self.answered = 0
-        self.reporting = False
-        self.closed = False
-        self.before = client_counters(judge)
-        self.where = f"while waiting for {judge.model}'s answers"
+        self.jobs: list[list[int]] = []  # every request sent first, by question indices
+        self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
+        self.reporting = self.closed = False
+
+    @property
+    def held_questions(self) -> int:
+        """How many questions are held, not sorted out yet."""
+        return sum(len(submission) for submission in self.held)
 
     def __enter__(self) -> "Asking":
         return self
@@ -320,7 +325,6 @@ class Asking:
         """Add `questions` (answered in this order after those submitted before) and send their requests."""
         if questions:
             self.held.append(list(questions))
-            self.held_questions += len(questions)
         if not self.eager:
             return
         if self.held_questions >= HOLD_AT_MOST or (self.held and not self.quiet and not self.pool.waiting):
@@ -335,36 +339,30 @@ class Asking:
 
     def _send(self) -> None:
         """Sort out the held submissions in one read and send their requests, a submission's own."""
-        judge, offset, out = self.judge, len(self.questions), self.sorted_out
-        submissions, self.held, self.held_questions = self.held, [], 0
+        offset, submissions, self.held = len(self.questions), self.held, []
         questions = [q for submission in submissions for q in submission]
         for kind in {q.kind for q in questions} - self.examples.keys():
-            self.examples[kind] = examples_for(judge, kind)
-        part = triage(self.ctx, judge, questions, self.reply_model, self.check)
+            self.examples[kind] = examples_for(self.judge, kind)
+        part = triage(self.ctx, self.judge, questions, self.reply_model, self.check)
         self.questions.extend(questions)
+        self.sorted_out.add(part, offset)
         self.answers.extend([None] * len(questions))
-        out.keys.extend(part.keys)
-        out.stale |= part.stale
-        out.pauses.update(part.pauses)
         for i, reply in part.cached.items():
-            out.cached[offset + i] = reply
             self.answers[offset + i] = Answer(part.keys[i], reply, cached=True)
-            self.stats.cached += 1
         for i in part.paused:
             pause = part.pauses[part.keys[i]]
             replies = "reply" if pause.unusable == 1 else "replies"
             why = f"paused: {pause.unusable} unusable {replies} in a row, asked again from {pause.ask_again_at.isoformat()}"
-            out.paused.append(offset + i)
             self.answers[offset + i] = Answer(part.keys[i], error=why, paused=pause)
-            self.stats.paused += 1
             self.stats.will_ask_again(pause)
+        self.stats.cached += len(part.cached)
+        self.stats.paused += len(part.paused)
         fresh = [offset + i for i in part.fresh]
-        out.fresh.extend(fresh)
         self.quiet = not fresh
         start = offset
         for submission in submissions:
             end = start + len(submission)
-            for job in _jobs(self.ctx, judge, self.questions, [i for i in fresh if start <= i < end]):
+            for job in _jobs(self.ctx, self.judge, self.questions, [i for i in fresh if start <= i < end]):
                 self.jobs.append(job)
                 self.sent[self.pool.submit(self._many, job)] = job
             start = end
@@ -385,24 +383,27 @@ class Asking:
 
     def _many(self, indices: list[int]) -> list[tuple[int, Answer, bool]]:
         """Ask `indices` in one request; return (index, answer, ask again alone) for each."""
-        judge, questions, keys = self.judge, self.questions, self.sorted_out.keys
-        if len(indices) == 1 or judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
+        judge, questions, n = self.judge, self.questions, len(indices)
+        if n == 1 or judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
             return [(i, self._one(i), False) for i in indices]
         first = questions[indices[0]]
         try:
             result = judge.ask_many(first.kind, [questions[i].item for i in indices], first.shared)
         except Exception as exc:  # noqa: BLE001 - then each is asked alone
             result = JudgeResult(reply=None, error=f"{type(exc).__name__}: {exc}")
-        shares = _shares(result, len(indices))
-        entries = getattr(result.reply, "answers", None) if result.reply is not None else None
-        out: list[tuple[int, Answer, bool]] = []
+        keys, shares = self.sorted_out.keys, _shares(result, n)
+        answers = [Answer(keys[i], usage=usage, calls=calls, batch=n) for i, (usage, calls) in zip(indices, shares, strict=True)]
+
+        def every(why: str, again: bool) -> list[tuple[int, Answer, bool]]:
+            for answer in answers:
+                answer.error = why
+            return [(i, answer, again) for i, answer in zip(indices, answers)]
+
+        entries = getattr(result.reply, "answers", None)
         if not isinstance(entries, list):
-            why = f"the request of {len(indices)} questions got no usable reply: {result.error or 'no answers'}"
-            for i, (usage, calls) in zip(indices, shares, strict=True):
-                out.append((i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), not result.outage))
             if not result.outage:
                 _refused(judge)
-            return out
+            return every(f"the request of {n} questions got no usable reply: {result.error or 'no answers'}", not result.outage)
         by_item: dict[int, list[Any]] = defaultdict(list)
         for entry in entries:
             number = entry.get("item") if isinstance(entry, dict) else None
@@ -410,24 +411,20 @@ class Asking:
                 number = int(number)  # "1": a weak model's spelling of the number, unambiguous
             if isinstance(number, int) and not isinstance(number, bool):
                 by_item[number].append(entry)
-        misnumbered = _misnumbered(by_item, len(indices))
+        misnumbered = _misnumbered(by_item, n)
         if misnumbered:
             # misnumbered answers could land on the wrong question: ask every question again alone
-            why = f"the request of {len(indices)} questions got answers numbered {misnumbered}: all asked again alone"
-            return [(i, Answer(keys[i], error=why, usage=usage, calls=calls, batch=len(indices)), True)
-                    for i, (usage, calls) in zip(indices, shares, strict=True)]  # fmt: skip
+            return every(f"the request of {n} questions got answers numbered {misnumbered}: all asked again alone", True)
         understood = False
-        for k, (i, (usage, calls)) in enumerate(zip(indices, shares, strict=True)):
-            answer = Answer(keys[i], usage=usage, calls=calls, batch=len(indices))
+        for k, (i, answer) in enumerate(zip(indices, answers)):
             found = by_item.get(k + 1, [])
             answer.error = _entry_problem(questions[i], found, self.reply_model, self.check, answer)
             understood = understood or _one_answer(found, self.reply_model)
-            out.append((i, answer, answer.error is not None))
         # Refused only when no question got one answer of the reply's shape: answers that memctl's
         # checks turn down still show a judge that answers batches.
-        if not result.outage and not understood and all(again for _, _, again in out):
+        if not result.outage and not understood and all(answer.error is not None for answer in answers):
             _refused(judge)
-        return out
+        return [(i, answer, answer.error is not None) for i, answer in zip(indices, answers)]
 
     def _collect(self, results: Sequence[tuple[int, Any]]) -> None:
         """Take finished jobs' answers (in the caller's thread); send what a batch left unanswered alone."""
@@ -447,7 +444,6 @@ class Asking:
 
     def _answered(self, i: int, answer: Answer) -> None:
         self.answers[i] = answer
-        self.answered += 1
         if self.reporting:
             self.ctx.reporter.advance()
 
@@ -456,22 +452,23 @@ class Asking:
         ctx, judge, stats = self.ctx, self.judge, self.stats
         if self.held:
             self._send()
-        ctx.reporter.start(f"asking {judge.model}", total=len(self.sorted_out.fresh))
+        fresh = self.sorted_out.fresh
+        ctx.reporter.start(f"asking {judge.model}", total=len(fresh))
         self.reporting = True
-        if self.answered:
-            ctx.reporter.advance(self.answered)
+        answered = sum(self.answers[i] is not None for i in fresh)
+        if answered:
+            ctx.reporter.advance(answered)
         if self.pool.submitted:  # a stop or an error here is closed by __exit__
             ctx.deadline.check(self.where)
         while self.pool.pending:
             self._collect([self.pool.next(ctx.deadline, self.where)])
         self._close(False)
-        to_ask = self.sorted_out.fresh
-        _tally(ctx, judge, self.questions, to_ask, self.answers, self.cacheable, self.sorted_out, stats)
+        self._tally(fresh)
         stats.client = counters_since(judge, self.before)
-        batched = sum(len(job) for job in self.jobs if len(job) > 1)
-        if batched:
-            batches = sum(len(job) > 1 for job in self.jobs)
-            stats.client.update({"questionsBatched": batched, "batchRequests": batches, "askedAgainAlone": len(self.spent)})
+        batches = [job for job in self.jobs if len(job) > 1]
+        if batches:
+            batched = sum(len(job) for job in batches)
+            stats.client.update({"questionsBatched": batched, "batchRequests": len(batches), "askedAgainAlone": len(self.spent)})
             if judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
                 stats.client["batchesRefused"] = judge.batch_refusals
         return [a for a in self.answers if a is not None], stats
@@ -484,41 +481,35 @@ class Asking:
             self.ctx.reporter.finish()
         if stopped:
             # keep what was answered for the next run; a failure here must not hide why the run stopped
-            try:
-                answered = [i for i in self.sorted_out.fresh if self.answers[i] is not None]
-                _tally(self.ctx, self.judge, self.questions, answered, self.answers, self.cacheable, self.sorted_out, self.stats)
-            except Exception:  # noqa: BLE001
-                pass
+            with suppress(Exception):
+                self._tally([i for i in self.sorted_out.fresh if self.answers[i] is not None])
 
-
-def _tally(
-    ctx: PhaseContext, judge: Judge, questions: Sequence[Question], asked: Sequence[int], answers: Sequence[Optional[Answer]],
-    cacheable: Callable[[BaseModel], bool], sorted_out: Triage, stats: AskStats,
-) -> None:
-    """Count what the questions at `asked` cost, cache their cacheable answers, pause the unusable ones."""
-    new_entries, unusable, usable = [], [], []
-    for i in asked:
-        answer = answers[i]
-        assert answer is not None
-        stats.asked += 1
-        stats.calls += answer.calls
-        stats.usage = stats.usage + answer.usage
-        if answer.reply is None:
-            stats.failed += 1
-            if answer.unusable:
-                stats.unusable += 1
-                unusable.append((answer.key, questions[i].kind, judge.model, answer.error or "unusable reply"))
-            continue
-        usable.append(answer.key)
-        if cacheable(answer.reply):
-            new_entries.append((answer.key, questions[i].kind, judge.model, answer.reply.model_dump(mode="json")))
-    cache = VerdictCache(ctx.engine, ctx.dry_run)
-    cache.forget(sorted_out.keys[i] for i in asked if sorted_out.keys[i] in sorted_out.stale)
-    cache.put_many(new_entries, ctx.settings.current_time())
-    pauses = Pauses(ctx.engine, ctx.dry_run)
-    for pause in pauses.record(unusable, ctx.now, sorted_out.pauses).values():
-        stats.will_ask_again(pause)
-    pauses.clear(key for key in usable if key in sorted_out.pauses)
+    def _tally(self, asked: Sequence[int]) -> None:
+        """Count what the questions at `asked` cost, cache their cacheable answers, pause the unusable ones."""
+        ctx, model, stats, sorted_out = self.ctx, self.judge.model, self.stats, self.sorted_out
+        new_entries, unusable, usable = [], [], []
+        for i in asked:
+            answer, kind = self.answers[i], self.questions[i].kind
+            assert answer is not None
+            stats.asked += 1
+            stats.calls += answer.calls
+            stats.usage = stats.usage + answer.usage
+            if answer.reply is None:
+                stats.failed += 1
+                if answer.unusable:
+                    stats.unusable += 1
+                    unusable.append((answer.key, kind, model, answer.error or "unusable reply"))
+                continue
+            usable.append(answer.key)
+            if self.cacheable(answer.reply):
+                new_entries.append((answer.key, kind, model, answer.reply.model_dump(mode="json")))
+        cache = VerdictCache(ctx.engine, ctx.dry_run)
+        cache.forget(sorted_out.keys[i] for i in asked if sorted_out.keys[i] in sorted_out.stale)
+        cache.put_many(new_entries, ctx.settings.current_time())
+        pauses = Pauses(ctx.engine, ctx.dry_run)
+        for pause in pauses.record(unusable, ctx.now, sorted_out.pauses).values():
+            stats.will_ask_again(pause)
+        pauses.clear(key for key in usable if key in sorted_out.pauses)
 
 
 #: a judge that answered this many batched requests with no answer of the reply's shape (a weak
@@ -611,11 +602,7 @@ def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseM
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
         return f"answer does not match {reply_model.__name__}: {where}: {first.get('msg')}"
-    if question.vet is not None:
-        problem = question.vet(json.dumps(found[0], ensure_ascii=False))
-        if problem:
-            return problem
-    problem = valid(question, reply)
+    problem = (question.vet(json.dumps(found[0], ensure_ascii=False)) if question.vet is not None else None) or valid(question, reply)
     if problem:
         return problem
     answer.reply = reply
