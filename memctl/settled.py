@@ -45,9 +45,8 @@ RUNTIME_SETTINGS = frozenset(
     }
 )
 
-#: NoteRecord fields left out of a note's state (the vector text: see the module docstring)
-_SKIPPED_FIELDS = frozenset({"embedding_vector"})
-_NOTE_FIELDS = tuple(f.name for f in dataclasses.fields(NoteRecord) if f.name not in _SKIPPED_FIELDS)
+#: NoteRecord fields of a note's state: all but the vector text (see the module docstring)
+_NOTE_FIELDS = tuple(f.name for f in dataclasses.fields(NoteRecord) if f.name != "embedding_vector")
 _note_values = operator.attrgetter(*_NOTE_FIELDS)
 #: where note_state keeps a record's state (not a field: equality, replace() and asdict() ignore it)
 _STATE = "_memctl_state"
@@ -55,11 +54,7 @@ _STATE = "_memctl_state"
 
 def plan_settings(settings: Settings) -> dict[str, Any]:
     """Return the settings that can change a plan, as JSON data (no secrets)."""
-    return {
-        f.name: jsonable(getattr(settings, f.name))
-        for f in dataclasses.fields(settings)
-        if f.name not in RUNTIME_SETTINGS
-    }
+    return {f.name: jsonable(getattr(settings, f.name)) for f in dataclasses.fields(settings) if f.name not in RUNTIME_SETTINGS}
 
 
 def note_state(note: NoteRecord) -> str:

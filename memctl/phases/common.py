@@ -39,12 +39,7 @@ def in_shard(row: Mapping[str, Any], scope: Scope) -> bool:
     if scope.shard is None:
         return True
     index, count = scope.shard
-    values = dict(row)
-    values.setdefault("PrimaryScopeEntityID", None)
-    values.setdefault("PrimaryScopeRecordID", None)
-    values.setdefault("SecondaryScopes", None)
-    values.setdefault("Type", "")
-    values.setdefault("Note", "")
+    values = {"PrimaryScopeEntityID": None, "PrimaryScopeRecordID": None, "SecondaryScopes": None, "Type": "", "Note": "", **row}
     return stable_hash(partition_key(note_record(values, with_vector=False))) % count == index
 
 

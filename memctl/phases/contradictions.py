@@ -90,16 +90,17 @@ class _Found:
     mark_of: dict[PartitionKey, str] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
 
+    def rank(self) -> None:
+        """Sort the candidates by priority, keeping `partition_of` parallel."""
+        order = sorted(range(len(self.candidates)), key=lambda i: self.candidates[i].priority())
+        self.candidates = [self.candidates[i] for i in order]
+        self.partition_of = [self.partition_of[i] for i in order]
+
 
 def review_id(a: str, b: str) -> str:
     """Return the ID of the review row of a pair (the same pair always gets the same ID)."""
     low, high = _ordered(a, b)
     return str(uuid.uuid5(REVIEW_NS, f"{low}:{high}"))
-
-
-def foreign_ids(raw: Optional[str], pair: Candidate) -> set[str]:
-    """Return the UUIDs a reply names that are neither of the pair's notes nor quoted from them."""
-    return ids_outside(raw, [(n.id, n.note) for n in (pair.a, pair.b)])
 
 
 def reply_problem(question: Question, reply: Any) -> Optional[str]:
@@ -123,12 +124,10 @@ def quotes_of(a: str, b: str, reply: ContradictionReply) -> tuple[Quoted, Quoted
     return Quoted(a, reply.subjectA, reply.valueA), Quoted(b, reply.subjectB, reply.valueB)
 
 
-def _vetter(pair: Candidate) -> Any:
-    def vet(raw: Optional[str]) -> Optional[str]:
-        named = foreign_ids(raw, pair)
-        return "the reply names notes outside the pair: " + ", ".join(sorted(named)) if named else None
-
-    return vet
+def _foreign_notes(pair: Candidate, raw: Optional[str]) -> Optional[str]:
+    """Return why a raw reply cannot be used: it names UUIDs neither of the pair's notes nor quoted from them."""
+    named = ids_outside(raw, [(n.id, n.note) for n in (pair.a, pair.b)])
+    return "the reply names notes outside the pair: " + ", ".join(sorted(named)) if named else None
 
 
 def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] = None) -> Question:
@@ -139,7 +138,7 @@ def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] =
     """
     seen = {} if seen is None else seen
     inputs = [seen[n.id] if n.id in seen else seen.setdefault(n.id, pair_data(n)) for n in (pair.a, pair.b)]
-    return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=_vetter(pair))
+    return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=partial(_foreign_notes, pair))
 
 
 @dataclass
@@ -173,87 +172,34 @@ class ContradictionPhase:
         return plan
 
     def _plan(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> PhasePlan:
-        settings = ctx.settings
         found, slices = self._find(ctx, overlay, marks)
-        candidates, partition_of = found.candidates, found.partition_of
-        plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
-        plan.input = {
-            "notes": found.notes,
-            "partitions": found.partitions,
-            "candidatePairs": 0,
-            "pairsToAnalyse": 0,
-            "maxPairs": settings.max_pairs,
-            "lastMaintenanceAt": ctx.last_maintenance_at.isoformat() if ctx.last_maintenance_at else None,
-            "partitionsSettled": found.settled,
-        }
-        if len(slices) > 1:
-            plan.input["slices"] = len(slices)
+        plan = PhasePlan(phase=NAME, step_name=STEP_NAME, input=_read_input(ctx, found, len(slices)))
+        notes = plural(found.notes, "active note")
         if not found.partitions:
             if found.settled:
-                return _nothing(plan, f"{plural(found.notes, 'active note')}, {plural(found.settled, 'partition')} unchanged since found settled")
-            return _nothing(plan, f"{plural(found.notes, 'active note')}, no partition with two or more")
-
-        thresholds = found.thresholds
-        order = sorted(range(len(candidates)), key=lambda i: candidates[i].priority())
-        candidates, partition_of = [candidates[i] for i in order], [partition_of[i] for i in order]
-        plan.input.update(
-            {
-                "candidatePairs": len(candidates),
-                "newPairs": sum(c.new for c in candidates),
-                "threshold": next(iter(thresholds.values())) if len(thresholds) == 1 else thresholds,
-                "embedder": next(iter(thresholds)) if len(thresholds) == 1 else sorted(thresholds),
-                "pairsBothCreatedThisRun": found.skipped_created,
-                "pairsUnderReview": found.skipped_review,
-            }
-        )
-        if not candidates:
-            return _nothing(
-                plan, f"{plural(found.notes, 'active note')}, no pair of one partition at cosine >= {_thresholds_text(thresholds)}"
-            )
+                return _nothing(plan, f"{notes}, {plural(found.settled, 'partition')} unchanged since found settled")
+            return _nothing(plan, f"{notes}, no partition with two or more")
+        found.rank()
+        plan.input.update(_pairs_input(found))
+        if not found.candidates:
+            return _nothing(plan, f"{notes}, no pair of one partition at cosine >= {_thresholds_text(found.thresholds)}")
 
         judge = ctx.judge()
         seen: dict[str, Any] = {}
-        questions = [question_for(judge, c, seen) for c in candidates]
-        chosen, left = self._select(ctx, judge, questions)
-        plan.input["pairsToAnalyse"] = len(chosen)
-        plan.input["maxPairs"] = pair_budget(ctx, judge)
+        questions = [question_for(judge, c, seen) for c in found.candidates]
         model = not judge.rules
         valid = model_reply_problem if model else reply_problem
+        chosen, left = self._select(ctx, judge, questions, valid)
+        plan.input["pairsToAnalyse"] = len(chosen)
+        plan.input["maxPairs"] = pair_budget(ctx, judge)
         answers, stats = ask_all(ctx, judge, [questions[i] for i in chosen], ContradictionReply, valid=valid)
         answered = dict(zip(chosen, answers, strict=True))
 
         tally = Tally()
-        plan.units = self._units(ctx, [(candidates[i], answered[i]) for i in sorted(answered)], tally, model)
+        plan.units = self._units(ctx, [(found.candidates[i], answer) for i, answer in answered.items()], tally, model)
         if marks is not None:
-            _record_settled(marks, found, candidates, partition_of, answered, plan.units, tally)
-        failures = [a.error for a in answers if a.reply is None and a.paused is None]
-        result = ContradictionsResult(
-            pairs_analysed=len(chosen) - stats.failed - stats.paused, cached=stats.cached, questions_asked=stats.asked,
-            llm_calls=stats.calls, tokens=stats.usage.total, prompt_tokens=stats.usage.prompt_tokens,
-            completion_tokens=stats.usage.completion_tokens, contradictions_found=tally.found,
-            contradictions_resolved=tally.resolved, contradictions_flagged=tally.flagged, low_confidence=tally.low_confidence,
-            skipped_note_already_revoked=tally.skipped_revoked, duplicates_not_contradictions=tally.duplicates,
-            verdicts_vetoed=tally.vetoed, verdicts_unproven=tally.unproven, verdicts_distrusted=tally.distrusted,
-            failed_replies=stats.failed, unusable_replies=stats.unusable, questions_paused=stats.paused, pairs_left_for_next_run=left,
-        )
-        plan.output = {**result.as_output(), **stats.client}
-        if stats.ask_again:
-            plan.output["askAgainAt"] = ask_again_output(stats.ask_again)
-        if failures:
-            plan.output["failures"] = [f for f in failures[:20] if f]
-        if tally.distrust_reason:
-            plan.output["distrustReason"] = tally.distrust_reason
-        if tally.veto_reasons:
-            plan.output["vetoReasons"] = tally.veto_reasons[:10]
-        plan.message = _message(result, stats, tally, plan.input["maxPairs"], plan.output.get("askAgainAt", {}))
-        failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
-        if failed == "unreachable":
-            # no reply arrived at all: broken configuration or server, an operator must know
-            plan.outcome = "failed"
-            plan.error = f"every judge call failed ({stats.failed}): the LLM could not be reached; first: {failures[0]}"
-        elif failed == "unusable":
-            plan.outcome = "failed"
-            plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
+            _record_settled(marks, found, answered, plan.units, tally)
+        _report(plan, len(chosen), left, answers, stats, tally)
         return plan
 
     def _find(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> tuple["_Found", list[PhaseContext]]:
@@ -279,13 +225,8 @@ class ContradictionPhase:
 
     @staticmethod
     def _pairs(
-        ctx: PhaseContext,
-        overlay: Overlay,
-        marks: Optional[SettledMarks],
-        groups: dict[PartitionKey, list[NoteRecord]],
-        under_review: set[tuple[str, str]],
-        lazy: bool,
-        found: _Found,
+        ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks], groups: dict[PartitionKey, list[NoteRecord]],
+        under_review: set[tuple[str, str]], lazy: bool, found: _Found,
     ) -> None:
         """Add the candidate pairs of one slice's partitions (of two notes or more) to `found`."""
         # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
@@ -329,19 +270,18 @@ class ContradictionPhase:
             found.mark_of.update((key, mark_of[key]) for key in with_pairs)
 
     @staticmethod
-    def _select(ctx: PhaseContext, judge: Judge, questions: Sequence[Question]) -> tuple[list[int], int]:
+    def _select(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], valid: Any) -> tuple[list[int], int]:
         """Return the questions to answer this run and how many wait.
 
         Every cached one and every paused one (answered without a call), then up to max_pairs
         others. A cached reply that no longer passes the checks is asked again and counts
         against the cap; a paused question does not.
         """
-        valid = reply_problem if judge.rules else model_reply_problem
         sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, valid))
         asked = sorted_out.fresh[: pair_budget(ctx, judge)]
         return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
 
-    def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally, model: bool = False) -> list[Unit]:
+    def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally, model: bool) -> list[Unit]:
         """Turn verdicts into units: revocations first (in priority order), then flags."""
         settings = ctx.settings
         floor = settings.confidence_floor
@@ -358,15 +298,14 @@ class ContradictionPhase:
             tally.found += 1
             # DESIGN 4, "Decisions": a model's quotes are checked; the offline rules stay cautious
             guard = _evidence_guard(pair, reply) if model else verdict_guard(note_text(pair.a), note_text(pair.b))
-            if guard.action == "unproven":
-                tally.unproven += 1
-                tally.veto_reasons.append(f"notes {pair.a.id} and {pair.b.id}: {guard.reason}")
-                continue
             if guard.action == "duplicate":
                 tally.duplicates += 1  # the same facts twice: consolidation's business, never a revocation
                 continue
-            if guard.action == "veto":
-                tally.vetoed += 1
+            if guard.action in ("unproven", "veto"):
+                if guard.action == "unproven":
+                    tally.unproven += 1
+                else:
+                    tally.vetoed += 1
                 tally.veto_reasons.append(f"notes {pair.a.id} and {pair.b.id}: {guard.reason}")
                 continue
             if guard.action == "apply" and reply.review:
@@ -388,21 +327,9 @@ class ContradictionPhase:
                 to_flag.append((pair, reply, guard.reason))
                 continue
             decided = authority(pair.a, pair.b)
-            if decided is None:
-                apart = days(abs(pair.a.created_at - pair.b.created_at))
-                importance = "" if pair.a.importance_score is None or pair.b.importance_score is None else f", both of importance {pair.a.importance_score:g}"
-                why = f"neither note has authority (created {apart} apart{importance}, both accessed {pair.a.access_count} times)"
+            why = _why_kept(pair, decided)
+            if why is not None:
                 to_flag.append((pair, reply, why))
-                continue
-            kept_safe = refusal("revoke", decided.loser.protection_tier, decided.loser.is_auto_generated)
-            if kept_safe:
-                why = f"note {decided.winner.id} would win as {decided.rule}, "
-                why += f"but memctl never revokes note {decided.loser.id}: {kept_safe}"
-                to_flag.append((pair, reply, why))
-                continue
-            would_lose = loser_keeps(decided.loser, decided.winner)
-            if would_lose:
-                to_flag.append((pair, reply, f"note {decided.winner.id} would win as {decided.rule}, but {would_lose}"))
                 continue
             revoked.add(decided.loser.id)
             tally.resolved += 1
@@ -414,6 +341,19 @@ class ContradictionPhase:
             tally.flagged += 1
             units.append(_flag(pair, reply, why))
         return units
+
+
+def _why_kept(pair: Candidate, decided: Optional[Authority]) -> Optional[str]:
+    """Return why both notes of a contradiction are kept and flagged, or None when the loser is revoked."""
+    if decided is None:
+        apart = days(abs(pair.a.created_at - pair.b.created_at))
+        importance = "" if pair.a.importance_score is None or pair.b.importance_score is None else f", both of importance {pair.a.importance_score:g}"
+        return f"neither note has authority (created {apart} apart{importance}, both accessed {pair.a.access_count} times)"
+    kept_safe = refusal("revoke", decided.loser.protection_tier, decided.loser.is_auto_generated)
+    if kept_safe:
+        return f"note {decided.winner.id} would win as {decided.rule}, but memctl never revokes note {decided.loser.id}: {kept_safe}"
+    would_lose = loser_keeps(decided.loser, decided.winner)
+    return f"note {decided.winner.id} would win as {decided.rule}, but {would_lose}" if would_lose else None
 
 
 def _evidence_guard(pair: Candidate, reply: ContradictionReply) -> Guard:
@@ -442,19 +382,14 @@ def _sentence(text: str) -> str:
 
 def _revocation(pair: Candidate, reply: ContradictionReply, decided: Authority) -> Unit:
     winner, loser = decided.winner, decided.loser
-    reason = _reason(reply)
     return Unit(
         kind="contradiction",
         key=f"contradiction:{loser.id}:{winner.id}",
         reason=f"{reply.contradictionType}: kept {decided.rule}",
         mutations=(
             Mutation(
-                "AIAgentNote",
-                loser.id,
-                "revoke",
-                {"Status": "Revoked", "ConsolidatedIntoNoteID": winner.id},
-                f"Contradicted by note {winner.id}: {_sentence(reason)} Kept {decided.rule}.",
-                note_guard(loser),
+                "AIAgentNote", loser.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": winner.id},
+                f"Contradicted by note {winner.id}: {_sentence(_reason(reply))} Kept {decided.rule}.", note_guard(loser),
             ),
             Mutation("AIAgentNote", winner.id, "check", {}, None, note_guard(winner)),
         ),
@@ -472,7 +407,6 @@ def _revocation(pair: Candidate, reply: ContradictionReply, decided: Authority) 
 def _flag(pair: Candidate, reply: ContradictionReply, why: str) -> Unit:
     low, high = _ordered(*pair.ids)
     text = f"{_sentence(_reason(reply))} Both kept and flagged for review: {why}."
-    row_id = review_id(low, high)
     return Unit(
         kind="flag",
         key=f"flag:{low}:{high}",
@@ -481,10 +415,7 @@ def _flag(pair: Candidate, reply: ContradictionReply, why: str) -> Unit:
             Mutation("AIAgentNote", pair.a.id, "check", {}, None, note_guard(pair.a)),
             Mutation("AIAgentNote", pair.b.id, "check", {}, None, note_guard(pair.b)),
             Mutation(
-                "memctl_review",
-                row_id,
-                "flag",
-                {"NoteAID": low, "NoteBID": high, "Reason": text},
+                "memctl_review", review_id(low, high), "flag", {"NoteAID": low, "NoteBID": high, "Reason": text},
                 f"Flagged for review: notes {low} and {high} contradict ({reply.contradictionType}); {why}",
             ),
         ),
@@ -514,18 +445,77 @@ def _thresholds_text(thresholds: dict[str, float]) -> str:
     return ", ".join(f"{value:g} ({model})" for model, value in thresholds.items())
 
 
-def _record_settled(
-    marks: SettledMarks, found: "_Found", candidates: Sequence[Any], partition_of: Sequence[PartitionKey],
-    answered: dict[int, Answer], units: Sequence[Unit], tally: Tally,
-) -> None:
+def _record_settled(marks: SettledMarks, found: _Found, answered: dict[int, Answer], units: Sequence[Unit], tally: Tally) -> None:
     """Record as settled the partitions whose every candidate pair got a valid verdict and changes nothing."""
     touched = {mu.record_id for unit in units for mu in unit.mutations}
     unsettled = found.unsettled
-    for i, key in enumerate(partition_of):
+    for i, key in enumerate(found.partition_of):
         answer = answered.get(i)
-        if answer is None or answer.reply is None or touched & set(candidates[i].ids) or tally.distrusted:
+        if answer is None or answer.reply is None or touched & set(found.candidates[i].ids) or tally.distrusted:
             unsettled.add(key)
-    marks.record([found.mark_of[key] for key in sorted(set(partition_of) - unsettled, key=str)])
+    marks.record([found.mark_of[key] for key in sorted(set(found.partition_of) - unsettled, key=str)])
+
+
+def _read_input(ctx: PhaseContext, found: _Found, slices: int) -> dict[str, Any]:
+    """Return the step input of what was read; the counts of pairs are filled in as they are known."""
+    read_input = {
+        "notes": found.notes,
+        "partitions": found.partitions,
+        "candidatePairs": 0,
+        "pairsToAnalyse": 0,
+        "maxPairs": ctx.settings.max_pairs,
+        "lastMaintenanceAt": ctx.last_maintenance_at.isoformat() if ctx.last_maintenance_at else None,
+        "partitionsSettled": found.settled,
+    }
+    if slices > 1:
+        read_input["slices"] = slices
+    return read_input
+
+
+def _pairs_input(found: _Found) -> dict[str, Any]:
+    """Return the step input of the candidate pairs found."""
+    thresholds = found.thresholds
+    one = len(thresholds) == 1
+    return {
+        "candidatePairs": len(found.candidates),
+        "newPairs": sum(c.new for c in found.candidates),
+        "threshold": next(iter(thresholds.values())) if one else thresholds,
+        "embedder": next(iter(thresholds)) if one else sorted(thresholds),
+        "pairsBothCreatedThisRun": found.skipped_created,
+        "pairsUnderReview": found.skipped_review,
+    }
+
+
+def _report(plan: PhasePlan, chosen: int, left: int, answers: Sequence[Answer], stats: AskStats, tally: Tally) -> None:
+    """Fill in the plan's output and message, and fail it when no question got a usable answer."""
+    result = ContradictionsResult(
+        pairs_analysed=chosen - stats.failed - stats.paused, cached=stats.cached, questions_asked=stats.asked,
+        llm_calls=stats.calls, tokens=stats.usage.total, prompt_tokens=stats.usage.prompt_tokens,
+        completion_tokens=stats.usage.completion_tokens, contradictions_found=tally.found,
+        contradictions_resolved=tally.resolved, contradictions_flagged=tally.flagged, low_confidence=tally.low_confidence,
+        skipped_note_already_revoked=tally.skipped_revoked, duplicates_not_contradictions=tally.duplicates,
+        verdicts_vetoed=tally.vetoed, verdicts_unproven=tally.unproven, verdicts_distrusted=tally.distrusted,
+        failed_replies=stats.failed, unusable_replies=stats.unusable, questions_paused=stats.paused, pairs_left_for_next_run=left,
+    )
+    failures = [a.error for a in answers if a.reply is None and a.paused is None]
+    plan.output = {**result.as_output(), **stats.client}
+    if stats.ask_again:
+        plan.output["askAgainAt"] = ask_again_output(stats.ask_again)
+    if failures:
+        plan.output["failures"] = [f for f in failures[:20] if f]
+    if tally.distrust_reason:
+        plan.output["distrustReason"] = tally.distrust_reason
+    if tally.veto_reasons:
+        plan.output["vetoReasons"] = tally.veto_reasons[:10]
+    plan.message = _message(result, stats, tally, plan.input["maxPairs"], plan.output.get("askAgainAt", {}))
+    failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
+    if failed == "unreachable":
+        # no reply arrived at all: broken configuration or server, an operator must know
+        plan.outcome = "failed"
+        plan.error = f"every judge call failed ({stats.failed}): the LLM could not be reached; first: {failures[0]}"
+    elif failed == "unusable":
+        plan.outcome = "failed"
+        plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
 
 
 def _nothing(plan: PhasePlan, message: str) -> PhasePlan:

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from memctl.context import PhaseContext, Snapshot
 from memctl.phases.base import Overlay
-from memctl.phases.common import agent_filter, as_planned, in_shard
+from memctl.phases.common import agent_filter, as_planned, chunks, in_shard
 from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
 from memctl.protection import revocable
@@ -21,18 +21,15 @@ from memctl.store.ids import by_id_status, id_in, readable, sqlite_guid
 from memctl.store.engine import read
 from memctl.vectors import stored_vectors
 
-#: IDs per IN-list when reading vectors of a few notes
-CHUNK = 500
 #: above this many notes, read vectors by one scan of the Active notes instead of by ID
 SCAN_ABOVE = 5000
-
-
 #: columns whose values repeat across notes (IDs, models, dates): each distinct value is kept
 #: once per load, so a million records do not each hold their own copy
 SHARED_VALUES = (
     "AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes", "Type", "Status",
     "ProtectionTier", "EmbeddingModelID", "SourceConversationID", "LastAccessedAt", "__mj_CreatedAt", "__mj_UpdatedAt", "ExpiresAt",
 )
+
 
 def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[NoteRecord]:
     """Return the snapshot's notes, its touched notes re-read (gone if no longer Active).
@@ -44,14 +41,10 @@ def refreshed(ctx: PhaseContext, overlay: Overlay, snapshot: Snapshot) -> list[N
     ids = sorted(snapshot.touched)
     alone = Overlay(removed=overlay.removed)  # its additions are in the snapshot already
     stored_vectors(ctx).forget(ids)  # read again below: with their vector text, or to be read by with_vectors
-    fresh: list[NoteRecord] = []
-    for start in range(0, len(ids), CHUNK):
-        where = id_in(m.note, ids[start : start + CHUNK], ctx.engine)
-        fresh.extend(load_notes(ctx, alone, where, vectors=snapshot.with_vectors, by_id=True))
-    notes = [n for n in snapshot.notes if n.id not in snapshot.touched]
-    notes.extend(fresh)  # read by ID: the touched notes still Active
-    notes.sort(key=order_key)
-    return notes
+    fresh: list[NoteRecord] = []  # read by ID: the touched notes still Active
+    for chunk in chunks(ids):
+        fresh.extend(load_notes(ctx, alone, id_in(m.note, chunk, ctx.engine), vectors=snapshot.with_vectors, by_id=True))
+    return sorted([n for n in snapshot.notes if n.id not in snapshot.touched] + fresh, key=order_key)
 
 
 def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool = True, by_id: bool = False) -> list[NoteRecord]:
@@ -65,9 +58,7 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     t = m.note
     wanted = [c for _, c in NOTE_COLUMNS if c != "EmbeddingVector" or (vectors and ctx.settings.stored_model_id)]
     status = by_id_status(t.c.Status, ctx.engine) if by_id else t.c.Status
-    conditions = [status == "Active", *where]
-    conditions += agent_filter(t, ctx.scope, ctx.engine)
-    conditions += agent_condition(t, ctx)
+    conditions = [status == "Active", *where, *agent_filter(t, ctx.scope, ctx.engine), *agent_condition(t, ctx)]
     columns, fast = readable([t.c[c] for c in wanted], ctx.engine)
     query = sa.select(*columns).where(*conditions)
     with_vector = "EmbeddingVector" in wanted
@@ -150,20 +141,18 @@ def with_vectors(ctx: PhaseContext, groups: dict[PartitionKey, list[NoteRecord]]
     if not wanted:
         return groups
     t = m.note
+    query = sa.select(t.c.ID, t.c.EmbeddingVector)
     with store.feed() as feed:
         with read(ctx.engine) as conn:
             if len(wanted) > SCAN_ABOVE:
-                query = sa.select(t.c.ID, t.c.EmbeddingVector).where(t.c.Status == "Active", t.c.EmbeddingVector.is_not(None))
-                query = query.where(*agent_filter(t, ctx.scope, ctx.engine))
-                query = query.where(*agent_condition(t, ctx))
+                query = query.where(
+                    t.c.Status == "Active", t.c.EmbeddingVector.is_not(None),
+                    *agent_filter(t, ctx.scope, ctx.engine), *agent_condition(t, ctx),
+                )
                 rows: Iterable[Any] = conn.execute(query.execution_options(yield_per=5000))
             else:
                 ids = sorted(wanted)
-                rows = (
-                    row
-                    for start in range(0, len(ids), CHUNK)
-                    for row in conn.execute(sa.select(t.c.ID, t.c.EmbeddingVector).where(id_in(t, ids[start : start + CHUNK], ctx.engine)))
-                )
+                rows = (row for chunk in chunks(ids) for row in conn.execute(query.where(id_in(t, chunk, ctx.engine))))
             for stored_id, text in rows:
                 note_id = str(stored_id).lower()
                 if note_id in wanted and text is not None:

@@ -36,12 +36,8 @@ def _text_sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     return [(piece, statement(piece)) for piece in pieces]
 
 
-def unstated(note: NoteRecord, by: NoteRecord) -> list[str]:
-    """Return the sentences of `note` that `by` does not state."""
-    return unstated_text(_sentences(note), [words for _, words in _sentences(by)])
-
-
 def unstated_text(sentences: Sequence[tuple[str, tuple[str, ...]]], theirs: Sequence[tuple[str, ...]]) -> list[str]:
+    """Return the texts of `sentences` that no statement of `theirs` states."""
     return [text for text, words in sentences if words and not any(states(other, words) for other in theirs)]
 
 
@@ -56,7 +52,7 @@ def loser_keeps(loser: NoteRecord, winner: NoteRecord) -> Optional[str]:
     sentences = _sentences(loser)
     if len(sentences) <= 1:
         return None
-    lost = unstated(loser, winner)
+    lost = unstated_text(sentences, [words for _, words in _sentences(winner)])
     if not lost:
         return None
     first = lost[0] if len(lost[0]) <= 200 else lost[0][:197] + "..."
