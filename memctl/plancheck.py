@@ -47,7 +47,8 @@ def check_plan(plan: Plan, settings: Settings, source: str = "plan", archive_sta
         planned_at = None
     for phase in plan.phases:
         where = f"phase {phase.phase!r}"
-        _no_nul(where, phase.phase, phase.step_name, phase.message, phase.input, phase.output)
+        if _has_nul(phase.phase, phase.step_name, phase.message, phase.input, phase.output):
+            raise PlanRefused(f"plan refused, nothing applied: {where} holds a NUL byte")
         allowed = PHASE_ACTIONS.get(phase.phase)
         if allowed is None:
             raise PlanRefused(f"{source}: plan refused, nothing applied: {where} is not a phase `memctl apply` runs ({', '.join(PHASE_ACTIONS)})")
@@ -99,16 +100,15 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _no_nul(where: str, *values: Any) -> None:
-    if any("\x00" in s for v in values for s in _strings(v)):
-        raise PlanRefused(f"plan refused, nothing applied: {where} holds a NUL byte")
+def _has_nul(*values: Any) -> bool:
+    return any("\x00" in s for s in _strings(values))
 
 
 def _mutation_problem(
     phase: str, allowed: frozenset[str], unit: Unit, mutation: Mutation, settings: Settings, archive_statuses: Mapping[str, frozenset[str]]
 ) -> Optional[str]:
     action, table = mutation.action, mutation.table
-    if any("\x00" in s for s in _strings([mutation.record_id, mutation.values, mutation.comment, mutation.guard, unit.key, unit.reason, unit.kind, unit.detail])):
+    if _has_nul(mutation.record_id, mutation.values, mutation.comment, mutation.guard, unit.key, unit.reason, unit.kind, unit.detail):
         return "holds a NUL byte"
     if action not in allowed:
         return f"phase {phase} never plans {action!r} (it plans {', '.join(sorted(allowed))})"
@@ -245,8 +245,7 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
     """Check a mutation against the rest of its unit: scopes, sources, the notes a flag names."""
     by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
     if mutation.action == "insert":
-        own = mutation.record_id.lower()
-        sources = [mu for mu in unit.mutations if mu.action == "revoke" and str(mu.values["ConsolidatedIntoNoteID"]).lower() == own]
+        sources = _revoked_into(unit, mutation)
         if not sources:
             return "no note of the unit is consolidated into the inserted note"
         scope = _scope(mutation.values)
@@ -286,15 +285,14 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
                 f"a note is absorbed by a standing note of its own scope only, not {_render(target_scope)} "
                 f"(its scope is {_render(source_scope)})"
             )
-        if target_scope != source_scope and target_scope not in _broader(source_scope):
+        if target_scope != source_scope and target_scope not in broader_keys(source_scope):  # type: ignore[arg-type]
             return (
                 f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "
                 f"{_render(source_scope)} nor a broader one its audience can see"
             )
         return None
     if mutation.action in ("credit", "annotate") and phase == "consolidate":
-        own = mutation.record_id.lower()
-        sources = [mu for mu in unit.mutations if mu.action == "revoke" and str(mu.values["ConsolidatedIntoNoteID"]).lower() == own]
+        sources = _revoked_into(unit, mutation)
         if not sources:
             return "no note of the unit is absorbed into the note it " + ("credits" if mutation.action == "credit" else "annotates")
         if mutation.action == "credit":
@@ -310,8 +308,9 @@ def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: O
     return None
 
 
-def _broader(key: tuple) -> list[tuple]:
-    return broader_keys(key)  # type: ignore[arg-type]
+def _revoked_into(unit: Unit, mutation: Mutation) -> list[Mutation]:
+    own = mutation.record_id.lower()
+    return [mu for mu in unit.mutations if mu.action == "revoke" and str(mu.values["ConsolidatedIntoNoteID"]).lower() == own]
 
 
 def _render(scope: tuple) -> str:

@@ -24,12 +24,8 @@ PHASE_ACTIONS = {
     "prune": frozenset({"archive", "annotate"}),
     "archive": frozenset({"archive"}),
 }
-ACTION_TABLES = {
-    "insert": {"AIAgentNote"},
-    "revoke": {"AIAgentNote"},
-    "check": {"AIAgentNote"},
-    "annotate": {"AIAgentNote"},
-    "credit": {"AIAgentNote"},
+#: the tables each planned action touches: a note, but for these two
+ACTION_TABLES = {action: {"AIAgentNote"} for action in frozenset().union(*PHASE_ACTIONS.values())} | {
     "archive": {"AIAgentNote", "AIAgentExample"},
     "flag": {"memctl_review"},
 }

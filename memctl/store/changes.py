@@ -110,10 +110,8 @@ def _check_mutation(mutation: Mutation) -> None:
         raise ValueError(f"unknown table {mutation.table!r}")
     if mutation.comment is not None and "\x00" in mutation.comment:
         raise ValueError("the comment holds a NUL byte")
-    if mutation.table == REVIEW_TABLE:
-        _check_review_mutation(mutation)
-        return
-    if mutation.action == "insert":
+    review = mutation.table == REVIEW_TABLE
+    if mutation.action == "insert" and not review:
         if mutation.table != "AIAgentNote":
             raise ValueError("only notes are inserted")
         unknown = set(mutation.values) - set(m.note.c.keys())
@@ -124,32 +122,21 @@ def _check_mutation(mutation: Mutation) -> None:
             if why:
                 raise ValueError(f"{name}: {why}")
         return
-    allowed = SETTABLE.get(mutation.action)
+    allowed = (REVIEW_SETTABLE if review else SETTABLE).get(mutation.action)
     if allowed is None:
-        raise ValueError(f"unknown action {mutation.action!r}")
+        raise ValueError(f"unknown action {mutation.action!r}" + (f" on {REVIEW_TABLE}" if review else ""))
     extra = set(mutation.values) - allowed
     if extra:
         raise ValueError(f"action {mutation.action!r} may not set {sorted(extra)}")
-    status = mutation.values.get("Status")
-    statuses = m.NOTE_STATUSES if mutation.table == "AIAgentNote" else m.EXAMPLE_STATUSES
-    if status is not None and status not in statuses:
-        raise ValueError(f"invalid Status {status!r}")
-
-
-def _check_review_mutation(mutation: Mutation) -> None:
-    allowed = REVIEW_SETTABLE.get(mutation.action)
-    if allowed is None:
-        raise ValueError(f"unknown action {mutation.action!r} on {REVIEW_TABLE}")
-    extra = set(mutation.values) - allowed
-    if extra:
-        raise ValueError(f"action {mutation.action!r} may not set {sorted(extra)}")
+    # "flag" and "review" exist only on the review table, and a flag sets no Status
     if mutation.action == "flag":
         a, b = (str(mutation.values.get(k) or "").lower() for k in ("NoteAID", "NoteBID"))
         if not a or not b or a >= b:
             raise ValueError("a flag needs NoteAID < NoteBID")
     status = mutation.values.get("Status")
-    if status is not None and status not in REVIEW_STATUSES:
-        raise ValueError(f"invalid review Status {status!r}")
+    statuses = {REVIEW_TABLE: REVIEW_STATUSES, "AIAgentNote": m.NOTE_STATUSES}.get(mutation.table, m.EXAMPLE_STATUSES)
+    if status is not None and status not in statuses:
+        raise ValueError(f"invalid {'review ' if review else ''}Status {status!r}")
     if mutation.action == "review" and status not in ("Resolved", "Dismissed"):
         raise ValueError("a review settles a pair as Resolved or Dismissed")
 
@@ -418,10 +405,8 @@ def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tup
         rows = read.rows.get(table_name, {})
         row = rows.get(mutation.record_id.lower())
         reason = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
-        if reason is None and row is None:
-            reason = "the record no longer exists"
-        if reason is None and row is not None:
-            reason = policy_refusal(mutation.action, table_name, row, mutation.values)
+        if reason is None:
+            reason = "the record no longer exists" if row is None else policy_refusal(mutation.action, table_name, row, mutation.values)
         if reason is not None:
             outcome.skipped.append((mutation.record_id, reason))
             continue
@@ -553,11 +538,11 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
     mutations = []
     for (table, record_id), changes in per_record.items():
         first, last = changes[0], changes[-1]
-        last_after = json.loads(last["After"]) if last["After"] else None
+        guard = _undo_guard(table, json.loads(last["After"]) if last["After"] else None, force)
         if first["Action"] == "insert":
-            mutation = Mutation(table, record_id, "restore", {"Status": "Revoked"}, f"Undone: created by run {run_id}", _undo_guard(table, last_after, force))
+            mutation = Mutation(table, record_id, "restore", {"Status": "Revoked"}, f"Undone: created by run {run_id}", guard)
         elif first["Action"] == "flag":
-            mutation = Mutation(table, record_id, "unflag", {}, f"Undone: flagged by run {run_id}", _undo_guard(table, last_after, force))
+            mutation = Mutation(table, record_id, "unflag", {}, f"Undone: flagged by run {run_id}", guard)
         elif first["Action"] == "unflag":
             before = json.loads(first["Before"])
             values = {k: before[k] for k in ("NoteAID", "NoteBID", "Reason")}
@@ -565,7 +550,7 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
         else:
             before = json.loads(first["Before"])
             values = {c: before[c] for c in logged_columns(table, before) if c in before}
-            mutation = Mutation(table, record_id, "restore", values, None, _undo_guard(table, last_after, force))
+            mutation = Mutation(table, record_id, "restore", values, None, guard)
         mutations.append(mutation)
     if not mutations:
         return []
