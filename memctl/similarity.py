@@ -112,11 +112,6 @@ class Neighbours:
         return self.indices[lo:hi], self.sims[lo:hi]
 
 
-def _check_block(block: int) -> None:
-    if block < 1:
-        raise ValueError(f"block must be at least 1, got {block}")
-
-
 def _top(sims: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (local row, col) of each row's cap best entries: highest similarity, then lowest col."""
     # One int64 key per entry orders by similarity (float32 bits made monotonic), then column.
@@ -137,7 +132,8 @@ def _hits(
     upper=False compares each block with every row (col != row). With a cap, a row with more
     hits than cap keeps only its cap best (similarity desc, then col) and is listed as capped.
     """
-    _check_block(block)
+    if block < 1:
+        raise ValueError(f"block must be at least 1, got {block}")
     t = np.float32(threshold)
     n = len(v)
     for start in range(0, n, block):
@@ -191,17 +187,12 @@ def neighbours(vectors: np.ndarray, threshold: float, block: int = 1024, max_per
     return Neighbours(indptr=indptr, indices=cols, sims=sims)
 
 
-def _pair_arrays(v: np.ndarray, threshold: float, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    parts = list(_hits(v, threshold, block, upper=True))
-    i, j, s = _concat(parts, 0, np.int64), _concat(parts, 1, np.int64), _concat(parts, 2, np.float32)
-    order = np.lexsort((j, i, -s))
-    return i[order], j[order], s[order]
-
-
 def pairs(vectors: np.ndarray, threshold: float, block: int = 1024) -> list[tuple[int, int, float]]:
     """List unordered pairs (i, j, cosine), i < j, with cosine >= threshold; best first, ties by (i, j)."""
-    i, j, s = _pair_arrays(unit_rows(vectors), threshold, block)
-    return list(zip(i.tolist(), j.tolist(), s.tolist()))
+    parts = list(_hits(unit_rows(vectors), threshold, block, upper=True))
+    i, j, s = _concat(parts, 0, np.int64), _concat(parts, 1, np.int64), _concat(parts, 2, np.float32)
+    order = np.lexsort((j, i, -s))
+    return list(zip(i[order].tolist(), j[order].tolist(), s[order].tolist()))
 
 
 def clusters(

@@ -17,7 +17,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -88,26 +88,23 @@ class Recent:
         self._lock = threading.Lock()  # partitions may be planned on several threads
 
     def used(self, pv: PartitionVectors) -> None:
-        with self._lock:
-            self._used(pv)
-
-    def _used(self, pv: PartitionVectors) -> None:
         key = id(pv)
-        held = self._held.get(key)
-        if held is not None and held[0]() is pv:
-            self._held.move_to_end(key)
-            return
-        if held is not None:  # a partition gone, whose id was reused
-            self._bytes -= held[1]
-        size = pv._matrix.nbytes if pv._matrix is not None else 0
-        self._held[key] = (weakref.ref(pv), size)
-        self._bytes += size
-        while self._bytes > self.limit and len(self._held) > 1:
-            _, (ref, size) = self._held.popitem(last=False)
-            self._bytes -= size
-            old = ref()
-            if old is not None:
-                old.release()
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None and held[0]() is pv:
+                self._held.move_to_end(key)
+                return
+            if held is not None:  # a partition gone, whose id was reused
+                self._bytes -= held[1]
+            size = pv._matrix.nbytes if pv._matrix is not None else 0
+            self._held[key] = (weakref.ref(pv), size)
+            self._bytes += size
+            while self._bytes > self.limit and len(self._held) > 1:
+                _, (ref, size) = self._held.popitem(last=False)
+                self._bytes -= size
+                old = ref()
+                if old is not None:
+                    old.release()
 
 
 #: texts a `Feed` decodes together (~75 MB of 384-float JSON)
@@ -438,14 +435,18 @@ class VectorIndex:
     def _load_derived(self, notes: Sequence[NoteRecord]) -> None:
         if not self.trusted or not notes:
             return
-        ids = sorted({n.id for n in notes} - set(self._derived))
+        for note_id, digest, blob in self._cached(self.trusted, sorted({n.id for n in notes} - set(self._derived))):
+            self._derived[note_id] = (digest, np.frombuffer(blob, dtype=np.float32))
+
+    def _cached(self, model: str, ids: Sequence[str]) -> Iterator[tuple[str, str, bytes]]:
+        """Yield (note id, content hash, vector bytes) of the cache rows of `model` for `ids`."""
         with read(self.ctx.engine) as conn:
             for start in range(0, len(ids), CHUNK):
                 query = sa.select(m.embedding.c.NoteID, m.embedding.c.ContentHash, m.embedding.c.Vector).where(
-                    m.embedding.c.Model == self.trusted, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
+                    m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
                 )
                 for note_id, digest, blob in conn.execute(query):
-                    self._derived[str(note_id).lower()] = (digest, np.frombuffer(blob, dtype=np.float32))
+                    yield str(note_id).lower(), digest, blob
 
     def _decode_stored_texts(self, groups: dict[PartitionKey, list[NoteRecord]]) -> None:
         """Decode the trusted vector texts records of `groups` carry (`load_notes` keeps none) into the
@@ -463,17 +464,11 @@ class VectorIndex:
             return {}
         model = self.compute.name
         hashes = {n.id: content_hash(n.note) for n in notes}
-        found: dict[str, np.ndarray] = {}
-        with read(self.ctx.engine) as conn:
-            ids = sorted(hashes)
-            for start in range(0, len(ids), CHUNK):
-                query = sa.select(m.embedding.c.NoteID, m.embedding.c.ContentHash, m.embedding.c.Vector).where(
-                    m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
-                )
-                for note_id, digest, blob in conn.execute(query):
-                    note_id = str(note_id).lower()
-                    if hashes.get(note_id) == digest and len(blob) % 4 == 0:
-                        found[note_id] = np.frombuffer(blob, dtype=np.float32)
+        found = {
+            note_id: np.frombuffer(blob, dtype=np.float32)
+            for note_id, digest, blob in self._cached(model, sorted(hashes))
+            if hashes.get(note_id) == digest and len(blob) % 4 == 0
+        }
         missing = [n for n in notes if n.id not in found]
         fresh = unit_rows(self.compute.embed([n.note for n in missing])) if missing else None
         stale = self._stale_dimension(found, notes, fresh)

@@ -35,13 +35,17 @@ DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
 KNOWN_SEMANTIC = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
 
 
+def _base_name(embedder_name: str) -> str:
+    """Return a model's own name, lowercased: "sentence-transformers/all-MiniLM-L6-v2" or a local path ending in it."""
+    return embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
 def warn_unmeasured(embedder_name: str) -> bool:
     """Warn when memctl has no measured thresholds for `embedder_name`; return whether it warned."""
     import logging
 
-    base = embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
     known = {n.lower() for n in (*DEFAULT_THRESHOLDS, *KNOWN_SEMANTIC)}
-    if base in known or embedder_name.startswith(HASHING_NAME):
+    if _base_name(embedder_name) in known or embedder_name.startswith(HASHING_NAME):
         return False
     logging.getLogger("memctl.embed").warning(
         "no measured similarity thresholds for embedding model %r: using the spec's %.2f / %.2f; measure them with "
@@ -59,12 +63,7 @@ def thresholds_for(embedder_name: str) -> tuple[float, float]:
     # other dimensions of the hashing embedder ("memctl-hashing-v2:512") share its thresholds
     if embedder_name.startswith(HASHING_NAME + ":"):
         return DEFAULT_THRESHOLDS[HASHING_NAME]
-    # "sentence-transformers/all-MiniLM-L6-v2" or a local path ending in the model's name
-    base = embedder_name.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].lower()
-    for name, thresholds in DEFAULT_THRESHOLDS.items():
-        if name.lower() == base:
-            return thresholds
-    return SEMANTIC_DEFAULT
+    return {name.lower(): t for name, t in DEFAULT_THRESHOLDS.items()}.get(_base_name(embedder_name), SEMANTIC_DEFAULT)
 
 
 def make_embedder(

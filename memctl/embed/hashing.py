@@ -144,13 +144,7 @@ class HashingEmbedder:
 
         hashes = np.concatenate((h_word, h_bigram, h_char))
         feat_rows = np.concatenate((rows, rows[adjacent], np.repeat(rows, lengths)))
-        groups = np.concatenate(
-            (
-                np.full(len(h_word), _GROUP_WORD, dtype=np.int64),
-                np.full(len(h_bigram), _GROUP_BIGRAM, dtype=np.int64),
-                np.full(total, _GROUP_CHAR, dtype=np.int64),
-            )
-        )
+        groups = np.repeat(np.array([_GROUP_WORD, _GROUP_BIGRAM, _GROUP_CHAR], dtype=np.int64), [len(h_word), len(h_bigram), total])
         buckets = (hashes % np.uint64(self.dim)).astype(np.int64)
         negative = (hashes >> np.uint64(63)).astype(np.int64)
 

@@ -60,9 +60,7 @@ class SentenceTransformerEmbedder:
 
     def _dimension(self) -> int:
         # sentence-transformers 5.x renamed get_sentence_embedding_dimension
-        getter = getattr(self._model, "get_embedding_dimension", None)
-        if getter is None:
-            getter = self._model.get_sentence_embedding_dimension
+        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         return int(getter())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

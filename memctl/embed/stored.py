@@ -86,4 +86,5 @@ def _loads(text: str) -> Any:
 
 
 def decode_many(texts: Sequence[str]) -> list[Optional[np.ndarray]]:
+    """Decode stored vector texts (through the module's `decode_stored`, which tests wrap)."""
     return [decode_stored(t) for t in texts]
