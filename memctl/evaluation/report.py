@@ -229,8 +229,7 @@ class EvalReport:
     @property
     def exit_code(self) -> int:
         """0 when every section produced figures, 1 when one could not (a failed phase, no usable reply)."""
-        failed = any(section is not None and section.error for section in (self.consolidation, self.contradictions))
-        return 1 if failed else 0
+        return 1 if any(section is not None and section.error for section in (self.consolidation, self.contradictions)) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -128,9 +128,9 @@ def _encode_any_timestamp(value: datetime) -> str:
 
 def _encode_decimal(value: Any) -> Any:
     """Return a decimal as a JSON number when a float says it exactly, else as its text."""
-    number = Decimal(value) if not isinstance(value, float) else value
-    if isinstance(number, float):
-        return number
+    if isinstance(value, float):
+        return value
+    number = Decimal(value)
     as_float = float(number)
     return as_float if math.isfinite(as_float) and Decimal(repr(as_float)) == number else str(number)
 

@@ -17,7 +17,7 @@ from memctl.store import models
 from memctl.store.engine import write
 from memctl.store.live import live_table
 from memctl.transfer.kinds import KINDS, SELF_REFERENCES
-from memctl.transfer.validation import RULES, KindRule, Rows, Target, read_records, read_target
+from memctl.transfer.validation import RULES, Rows, Target, read_records, read_target
 
 # Import inserts parents before the rows that reference them: on a MemberJunction database
 # notes and examples have foreign keys to runs (SourceAIAgentRunID).
@@ -42,11 +42,9 @@ def _present(conn: Connection, table: sa.Table, ids: Iterable[str]) -> set[str]:
     return found
 
 
-def _references(
-    conn: Connection, rows: Rows, column: str, rule: KindRule, target_kind: str, batch: dict[str, Rows], errors: list[tuple[int, str]]
-) -> None:
+def _references(conn: Connection, batch: dict[str, Rows], kind: str, column: str, target_kind: str, errors: list[tuple[int, str]]) -> None:
     """Record an error for each row whose `column` names a row in neither the file nor the store."""
-    position = rule.index[column]
+    rows, position = batch[kind], RULES[kind].index[column]
     in_file = batch[target_kind].line_of
     outside = {row[position] for row in rows.rows if row[position] is not None and row[position] not in in_file}
     if not outside:
@@ -95,9 +93,9 @@ def _check_and_order(conn: Connection, batch: dict[str, Rows], target: Target) -
                 skipped.add(line)  # the store's own memctl agent: keep the one it has
             else:
                 errors.append((line, f"ID: {kind} {existing} already exists in the store"))
-    _references(conn, batch["note"], "ConsolidatedIntoNoteID", RULES["note"], "note", batch, errors)
-    _references(conn, batch["run_step"], "AgentRunID", RULES["run_step"], "run", batch, errors)
-    _references(conn, batch["run_step"], "ParentID", RULES["run_step"], "run_step", batch, errors)
+    _references(conn, batch, "note", "ConsolidatedIntoNoteID", "note", errors)
+    _references(conn, batch, "run_step", "AgentRunID", "run", errors)
+    _references(conn, batch, "run_step", "ParentID", "run_step", errors)
     ordered: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
     for kind, rows in batch.items():
         reference = SELF_REFERENCES.get(kind)

@@ -109,23 +109,28 @@ def _check_uuid(value: Any) -> str:
         raise _Invalid(f"{_show(text)} is not a valid UUID") from None
 
 
-def _parse_timestamp(value: Any) -> datetime:
-    text = _string(value, "an ISO 8601 timestamp string")
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise _Invalid(f"{_show(text)} is not an ISO 8601 timestamp") from None
+def _iso_rule(kind: type, name: str) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        text = _string(value, f"an ISO 8601 {name} string")
+        try:
+            return kind.fromisoformat(text)  # type: ignore[attr-defined]
+        except ValueError:
+            raise _Invalid(f"{_show(text)} is not an ISO 8601 {name}") from None
+
+    return check
+
+
+_parse_timestamp = _iso_rule(datetime, "timestamp")
 
 
 def _check_timestamp(value: Any) -> datetime:
     moment = _parse_timestamp(value)
-    text = str(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     try:
         return moment.astimezone(timezone.utc)
     except OverflowError:
-        raise _Invalid(f"{_show(text)} is out of range in UTC") from None
+        raise _Invalid(f"{_show(value)} is out of range in UTC") from None
 
 
 def _check_bool(value: Any) -> bool:
@@ -165,7 +170,9 @@ def _decimal_rule(precision: int, scale: int, bounds: tuple[Decimal, Decimal] | 
     return check
 
 
-def _text_rule(length: int | None) -> Callable[[Any], str]:
+def _text_rule(length: int | None, json_check: Callable[[str], None] | None = None) -> Callable[[Any], str]:
+    """Return the check of a text column; `json_check` also checks text that must be JSON (kept as given)."""
+
     def check(value: Any) -> str:
         text = _string(value)
         if length is not None and len(text) > length:
@@ -174,6 +181,8 @@ def _text_rule(length: int | None) -> Callable[[Any], str]:
         if bad:
             what = "a NUL character" if bad.group() == "\x00" else "an unpaired surrogate"
             raise _Invalid(f"contains {what}, which cannot be stored")
+        if json_check:
+            json_check(text)
         return text
 
     return check
@@ -203,52 +212,37 @@ def _json_text(text: str) -> Any:
         raise _Invalid("is not valid JSON text (nested too deeply)") from None
 
 
-def _vector_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        text = text_check(value)
-        vector = _json_text(text)
-        if not isinstance(vector, list) or not vector:
-            raise _Invalid("must be the text of a non-empty JSON array of numbers")
-        if not {type(item) for item in vector} <= {int, float}:
-            raise _Invalid("must be the text of a JSON array of numbers only")
-        if not all(map(math.isfinite, vector)):
-            raise _Invalid("must hold finite numbers only")
-        return text  # kept as given: the text is the stored form
-
-    return check
+def _check_vector(text: str) -> None:
+    vector = _json_text(text)
+    if not isinstance(vector, list) or not vector:
+        raise _Invalid("must be the text of a non-empty JSON array of numbers")
+    if not {type(item) for item in vector} <= {int, float}:
+        raise _Invalid("must be the text of a JSON array of numbers only")
+    if not all(map(math.isfinite, vector)):
+        raise _Invalid("must hold finite numbers only")
 
 
-def _object_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        text = text_check(value)
-        if not isinstance(_json_text(text), dict):
-            raise _Invalid("must be the text of a JSON object")
-        return text
-
-    return check
+def _check_object(text: str) -> None:
+    if not isinstance(_json_text(text), dict):
+        raise _Invalid("must be the text of a JSON object")
 
 
-def _uuid_array_rule(text_check: Callable[[Any], str]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        text = text_check(value)
-        items = _json_text(text)
-        if not isinstance(items, list):
-            raise _Invalid("must be the text of a JSON array of UUIDs")
-        for item in items:
-            try:
-                _check_uuid(item)
-            except _Invalid:
-                shown = _show(item) if isinstance(item, str) else _json_type(item)
-                raise _Invalid(f"holds {shown}, which is not a UUID") from None
-        return text
-
-    return check
+def _check_uuid_array(text: str) -> None:
+    items = _json_text(text)
+    if not isinstance(items, list):
+        raise _Invalid("must be the text of a JSON array of UUIDs")
+    for item in items:
+        try:
+            _check_uuid(item)
+        except _Invalid:
+            shown = _show(item) if isinstance(item, str) else _json_type(item)
+            raise _Invalid(f"holds {shown}, which is not a UUID") from None
 
 
-_JSON_TEXT_RULES = {
-    "EmbeddingVector": _vector_rule,
-    "SecondaryScopes": _object_rule,
-    "DerivedFromNoteIDs": _uuid_array_rule,
+_JSON_TEXT_CHECKS = {
+    "EmbeddingVector": _check_vector,
+    "SecondaryScopes": _check_object,
+    "DerivedFromNoteIDs": _check_uuid_array,
 }
 
 
@@ -269,9 +263,7 @@ def _value_rule(table: sa.Table, column: sa.Column[Any]) -> Callable[[Any], Any]
     if isinstance(column_type, sa.String):
         if key in _CHOICES:
             return _choice_rule(_CHOICES[key])
-        text_check = _text_rule(column_type.length)
-        json_rule = _JSON_TEXT_RULES.get(column.name)
-        return json_rule(text_check) if json_rule else text_check
+        return _text_rule(column_type.length, _JSON_TEXT_CHECKS.get(column.name))
     raise TypeError(f"no import rule for {table.name}.{column.name} ({column_type!r})")
 
 
@@ -338,17 +330,6 @@ def _check_integer(value: Any) -> int:
     return value
 
 
-def _iso_rule(kind: type) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        text = _string(value, f"an ISO 8601 {kind.__name__} string")
-        try:
-            return kind.fromisoformat(text)  # type: ignore[attr-defined]
-        except ValueError:
-            raise _Invalid(f"{_show(text)} is not an ISO 8601 {kind.__name__}") from None
-
-    return check
-
-
 def _extra_rule(column: sa.Column[Any]) -> _ColumnRule:
     """Return the rule of a column the target has and memctl does not model (by its reflected type)."""
     column_type = column.type
@@ -360,9 +341,9 @@ def _extra_rule(column: sa.Column[Any]) -> _ColumnRule:
     elif isinstance(column_type, sa.DateTime):
         check = _check_timestamp if getattr(column_type, "timezone", False) else _check_naive_timestamp
     elif isinstance(column_type, sa.Date):
-        check = _iso_rule(date)
+        check = _iso_rule(date, "date")
     elif isinstance(column_type, sa.Time):
-        check = _iso_rule(time)
+        check = _iso_rule(time, "time")
     elif isinstance(column_type, sa.Boolean):
         check = _check_bool
     elif isinstance(column_type, sa.Integer):
@@ -382,7 +363,6 @@ class Target:
     """What the target database has beyond memctl's models: per kind, its unmodelled columns' rules."""
 
     extras: dict[str, dict[str, _ColumnRule]]
-    tables: dict[str, str]  # kind -> table name, for messages
     self_references: dict[str, list[str]]  # kind -> its unmodelled self-referencing columns
     drop_unknown: bool = False
 
@@ -394,7 +374,7 @@ def read_target(engine: Engine, drop_unknown: bool) -> Target:
         for kind, model in KINDS.items():
             extras[kind] = {c.name: _extra_rule(c) for c in extra_columns(live_table(conn, model), model)}
             self_references[kind] = [column for column in reflected_self_references(conn, model) if column in extras[kind]]
-    return Target(extras, {kind: model.name for kind, model in KINDS.items()}, self_references, drop_unknown)
+    return Target(extras, self_references, drop_unknown)
 
 
 class _FieldError(Exception):
@@ -456,6 +436,17 @@ def _parse(text: str) -> dict[str, Any]:
     return record
 
 
+def _checked(rule: _ColumnRule, value: Any) -> Any:
+    if value is None:
+        if not rule.nullable:
+            raise _FieldError(rule.name, "must not be null")
+        return None
+    try:
+        return rule.check(value)
+    except _Invalid as exc:
+        raise _FieldError(rule.name, str(exc)) from None
+
+
 def _validate(record: dict[str, Any], now: datetime, target: Target) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """Return (kind, row in column order, unmodelled columns) for one parsed line, or raise _FieldError."""
     if "kind" not in record:
@@ -467,7 +458,7 @@ def _validate(record: dict[str, Any], now: datetime, target: Target) -> tuple[st
     rule = RULES[kind]
     unmodelled = target.extras[kind]
     extras: dict[str, Any] = {}
-    for key in list(record):
+    for key in record:
         if key in rule.index:
             continue
         if key not in unmodelled:
@@ -476,33 +467,15 @@ def _validate(record: dict[str, Any], now: datetime, target: Target) -> tuple[st
                 raise _FieldError(key, f"unknown column for kind {kind} (did you mean {hint}?)")
             if target.drop_unknown:
                 continue
-            raise _FieldError(key, f"the target's {target.tables[kind]} table has no such column (--drop-unknown-columns imports the file without it)")
-        value = record[key]
-        if value is None:
-            if not unmodelled[key].nullable:
-                raise _FieldError(key, "must not be null")
-            extras[key] = None
-            continue
-        try:
-            extras[key] = unmodelled[key].check(value)
-        except _Invalid as exc:
-            raise _FieldError(key, str(exc)) from None
+            raise _FieldError(key, f"the target's {KINDS[kind].name} table has no such column (--drop-unknown-columns imports the file without it)")
+        extras[key] = _checked(unmodelled[key], record[key])
     for extra in unmodelled.values():
         if extra.name not in record and extra.default is _REQUIRED:
-            raise _FieldError(extra.name, f"missing (the target's {target.tables[kind]} table requires it)")
+            raise _FieldError(extra.name, f"missing (the target's {KINDS[kind].name} table requires it)")
     row: list[Any] = []
     for column in rule.columns:
         if column.name in record:
-            value = record[column.name]
-            if value is None:
-                if not column.nullable:
-                    raise _FieldError(column.name, "must not be null")
-                row.append(None)
-                continue
-            try:
-                row.append(column.check(value))
-            except _Invalid as exc:
-                raise _FieldError(column.name, str(exc)) from None
+            row.append(_checked(column, record[column.name]))
         elif column.default is _REQUIRED:
             raise _FieldError(column.name, f"missing (required for kind {kind})")
         elif column.default is _NOW:
