@@ -76,6 +76,49 @@ class _Part:
     attach: Callable[[], None] = lambda: None
 
 
+class _Services:
+    """The judge and the vector index, built on first use: a store with nothing to ask needs no working LLM configuration."""
+
+    def __init__(self, ctx: PhaseContext) -> None:
+        self.ctx = ctx
+        self.judge: Optional[Judge] = None
+        self.index: Optional[VectorIndex] = None
+        self.stats_before = VectorStats(0, 0, 0)
+
+    def get_judge(self) -> Judge:
+        if self.judge is None:
+            self.judge = self.ctx.judge()
+        return self.judge
+
+    def get_index(self) -> VectorIndex:
+        if self.index is None:
+            self.index = vector_index(self.ctx)
+            self.stats_before = self.index.stats
+        return self.index
+
+
+@dataclass
+class _Selection:
+    """The partitions of one slice to plan this run, those settled on an earlier run left out."""
+
+    notes: list[NoteRecord]
+    candidates: list[NoteRecord]
+    #: candidates by partition
+    groups: dict[PartitionKey, list[NoteRecord]]
+    #: every Active note by partition
+    active: dict[PartitionKey, list[NoteRecord]]
+    broader: dict[PartitionKey, list[NoteRecord]]
+    eligible: dict[PartitionKey, list[PartitionKey]]
+    cluster_keys: list[PartitionKey]
+    standing_keys: list[PartitionKey]
+    copy_keys: dict[PartitionKey, list[list[NoteRecord]]]
+    mark_of: dict[PartitionKey, str]
+    skipped: set[PartitionKey]
+
+    def empty(self) -> bool:
+        return not self.cluster_keys and not self.eligible and not self.copy_keys and not self.standing_keys
+
+
 class ConsolidatePhase:
     """Merge clusters of similar notes into one note each; absorb user notes a broader note covers."""
 
@@ -106,55 +149,25 @@ class ConsolidatePhase:
         # planned; otherwise (a first run, many changes, --replan) in the same scan as the notes.
         settled = marks.settled_share() if marks is not None else 0.0
         lazy = settled >= MOSTLY_SETTLED  # marks.mostly_settled(), without reading the share twice
-        built: list[Judge] = []
-
-        def get_judge() -> Judge:
-            # on first use: a store with nothing to ask needs no working LLM configuration
-            if not built:
-                built.append(ctx.judge())
-            return built[0]
-
-        indexes: list[tuple[VectorIndex, VectorStats]] = []
-
-        def get_index() -> VectorIndex:
-            if not indexes:
-                index = vector_index(ctx)
-                indexes.append((index, index.stats))
-            return indexes[0][0]
-
+        services = _Services(ctx)
         # A large scope is read agent by agent (memctl/phases/slices.py); the questions under the
         # run's budget are chosen once every slice is read, so the plan is the same either way.
         tally = Tally()
         slices = agent_slices(ctx)
         parts = []
         for part_ctx in slices:
-            parts.append(self._gather(part_ctx, overlay, marks, lazy, tally, get_judge, get_index, whole=len(slices) == 1))
+            parts.append(self._gather(part_ctx, overlay, marks, lazy, tally, services, whole=len(slices) == 1))
             between_slices(slices)
         candidates = sum(p.candidates for p in parts)
         partitions = sum(p.partitions for p in parts)
         skipped = sum(len(p.settled) for p in parts)
         plan = PhasePlan(phase=NAME, step_name=STEP_NAME)
-        if not indexes:  # nothing to plan in any slice: no partition to cluster, absorb or join
+        index = services.index
+        if index is None:  # nothing to plan in any slice: no partition to cluster, absorb or join
             return _nothing_planned(plan, settings.cluster_min_size, candidates, partitions, skipped)
-        index, stats_before = indexes[0]
         copy_units = [u for p in parts for u in p.copy_units]
         cases = [c for p in parts for c in p.cases]
-        texts = parts[0].texts  # empty after slices: their analyses went with them, few are needed again
-
-        absorptions: list[AbsorptionCase] = []
-        found_absorptions = [c for p in parts for c in p.found]
-        deferred = 0
-        if found_absorptions:
-            found_absorptions.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
-            absorptions, deferred = ask_absorptions(ctx, get_judge(), found_absorptions, tally)
-        model = bool(absorptions) and not get_judge().rules
-        approved = [case for case in absorptions if is_approved(ctx, case, texts, tally, model)]
-        for part in parts:
-            part.attach()
-        cluster_units = [case.unit for case in cases if case.unit is not None]
-        absorb_units = [absorb_unit(case) for case in approved if not case.standing] + standing_absorptions(
-            [case for case in approved if case.standing]
-        )
+        absorptions, deferred, absorb_units = _absorb(ctx, parts, services, tally)
         if marks is not None:
             for part in parts:
                 newly = _settled_now(
@@ -162,7 +175,7 @@ class ConsolidatePhase:
                 )
                 marks.record([part.mark_of[k] for k in newly])
 
-        plan.units = copy_units + cluster_units + absorb_units
+        plan.units = copy_units + [case.unit for case in cases if case.unit is not None] + absorb_units
         plan.children = [child_step(case) for case in cases]
         thresholds = {model: index.thresholds(model)[0] for model in sorted(set().union(*(p.models for p in parts)))}
         plan.input = {
@@ -172,14 +185,14 @@ class ConsolidatePhase:
             "thresholds": thresholds,
             "clusterSize": [settings.cluster_min_size, settings.cluster_max_size],
             "embedder": index.compute.name,
-            "judge": built[0].model if built else None,
+            "judge": services.judge.model if services.judge is not None else None,
             "absorb": settings.absorb,
             "partitionsSettled": skipped,
         }
         if len(slices) > 1:
             plan.input["slices"] = len(slices)
-        stats = index.stats
-        used = VectorStats(stats.stored - stats_before.stored, stats.cached - stats_before.cached, stats.computed - stats_before.computed)
+        stats, before = index.stats, services.stats_before
+        used = VectorStats(stats.stored - before.stored, stats.cached - before.cached, stats.computed - before.computed)
         absorbed = sum(len(revoked_ids(u)) for u in absorb_units)
         result = _result(tally, used, cases, len(absorptions), deferred, absorbed, copy_units)
         plan.output = {**result.as_output(), **tally.client}
@@ -196,15 +209,7 @@ class ConsolidatePhase:
         return plan
 
     def _gather(
-        self,
-        ctx: PhaseContext,
-        overlay: Overlay,
-        marks: Optional[SettledMarks],
-        lazy: bool,
-        tally: Tally,
-        get_judge: Callable[[], Judge],
-        get_index: Callable[[], VectorIndex],
-        whole: bool,
+        self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks], lazy: bool, tally: Tally, services: _Services, whole: bool
     ) -> _Part:
         """Plan the slice of the scope `ctx` holds up to the absorption questions, which are asked for every slice at once.
 
@@ -212,41 +217,25 @@ class ConsolidatePhase:
         (`Snapshot`) and its text analyses for the absorption checks. A slice keeps neither.
         """
         settings = ctx.settings
-        notes = load_notes(ctx, overlay, vectors=not lazy)
+        sel = _select(ctx, overlay, marks, lazy)
         if whole:  # for the contradictions phase; a slice's notes are read again by its slice there
-            ctx.services.snapshot = Snapshot(notes, with_vectors=not lazy)  # their vectors were decoded as they were read
-        candidates = [n for n in notes if consolidatable(n)]
-        groups = by_partition(candidates)
-        cluster_keys = [k for k, members in groups.items() if len(members) >= settings.cluster_min_size]
-
-        broader, eligible = _absorption_targets(ctx, overlay, notes, groups, lazy)
-        standing_keys = _standing_keys(ctx, groups)
-
-        # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
-        mark_of, skipped = _marks(ctx, marks, groups, broader, eligible, [*cluster_keys, *standing_keys])
-        cluster_keys = [k for k in cluster_keys if k not in skipped]
-        eligible = {k: v for k, v in eligible.items() if k not in skipped}
-        standing_keys = [k for k in standing_keys if k not in skipped]
-
-        # Same-text Active notes of a partition are one note, whatever the cluster minimum: found by text
-        # alone, in every partition; in those planned this run, wordings differing only in punctuation, case, filler
-        active = by_partition(notes)
-        copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
-        planned = set(cluster_keys) | set(eligible) | set(standing_keys)
+            ctx.services.snapshot = Snapshot(sel.notes, with_vectors=not lazy)  # their vectors were decoded as they were read
+        groups, broader, active, cluster_keys = sel.groups, sel.broader, sel.active, sel.cluster_keys
+        planned = set(cluster_keys) | set(sel.eligible) | set(sel.standing_keys)
         texts: dict[str, NoteText] = {}
 
-        part = _Part(candidates=len(candidates), partitions=len(groups), settled=skipped, texts=texts if whole else {})
-        if not cluster_keys and not eligible and not copy_keys and not standing_keys:
+        part = _Part(candidates=len(sel.candidates), partitions=len(groups), settled=sel.skipped, texts=texts if whole else {})
+        if sel.empty():
             return part
 
-        index = get_index()
-        needed = _needed(active, groups, broader, cluster_keys, copy_keys, eligible, standing_keys)
+        index = services.get_index()
+        needed = _needed(active, groups, broader, cluster_keys, sel.copy_keys, sel.eligible, sel.standing_keys)
         if lazy:  # the vectors of the partitions planned, read into the run's StoredVectors
             with_vectors(ctx, needed)
         vectors = index.partitions(needed)
 
         reference_date = utc(ctx.now).date().isoformat()
-        copy_units, copied = plan_copies(index, copy_keys, vectors, texts, EXACT_COPY)
+        copy_units, copied = plan_copies(index, sel.copy_keys, vectors, texts, EXACT_COPY)
         # Later units are planned on the notes as the earlier ones leave them: a standing note's
         # guard then shows the AccessCount it will have when they apply.
         changes = credited(copy_units)
@@ -254,6 +243,7 @@ class ConsolidatePhase:
         for key in cluster_keys:
             groups[key] = [as_after(changes, n) for n in groups[key] if n.id not in gone]
         cluster_keys = [k for k in cluster_keys if len(groups[k]) >= settings.cluster_min_size]
+        get_judge = services.get_judge
         # a partition's questions go out once its clusters are known, while the next are clustered
         with ClusterQuestions(ctx, get_judge, tally) as asked:
             cases = cluster_cases(ctx, index, groups, cluster_keys, vectors, get_judge, reference_date, tally, texts, changes, asked.add)
@@ -277,17 +267,61 @@ class ConsolidatePhase:
                 mapping[key] = [as_after(changes, n) for n in mapping[key]]
 
         absorbable: list[AbsorptionCase] = []
-        if eligible:
-            absorbable = absorption_candidates(ctx, index, groups, broader, eligible, vectors, revoked, get_judge)
-        if standing_keys:
+        if sel.eligible:
+            absorbable = absorption_candidates(ctx, index, groups, broader, sel.eligible, vectors, revoked, get_judge)
+        if sel.standing_keys:
             taken = revoked | {mu.record_id for unit in copy_units + cluster_units for mu in unit.mutations} | {c.narrower.id for c in absorbable}
             taken |= _awaiting(cases)
-            absorbable += standing_candidates(index, groups, standing_keys, vectors, taken, get_judge, ctx.last_maintenance_at)
+            absorbable += standing_candidates(index, groups, sel.standing_keys, vectors, taken, get_judge, ctx.last_maintenance_at)
         part.copy_units, part.copied, part.cases, part.found = copy_units, copied, cases, absorbable
-        part.mark_of, part.eligible = mark_of, eligible
-        part.cluster_keys = [*cluster_keys, *standing_keys]
+        part.mark_of, part.eligible = sel.mark_of, sel.eligible
+        part.cluster_keys = [*cluster_keys, *sel.standing_keys]
         part.models = {v.model for v in vectors.values()}
         return part
+
+
+def _select(ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks], lazy: bool) -> _Selection:
+    """Read the slice's notes and choose the partitions to plan, leaving out those settled on an earlier run."""
+    notes = load_notes(ctx, overlay, vectors=not lazy)
+    candidates = [n for n in notes if consolidatable(n)]
+    groups = by_partition(candidates)
+    cluster_keys = [k for k, members in groups.items() if len(members) >= ctx.settings.cluster_min_size]
+    broader, eligible = _absorption_targets(ctx, overlay, notes, groups, lazy)
+    standing_keys = _standing_keys(ctx, groups)
+    # Partitions found to need nothing on an earlier run, unchanged since, are left alone.
+    mark_of, skipped = _marks(ctx, marks, groups, broader, eligible, [*cluster_keys, *standing_keys])
+    # Same-text Active notes of a partition are one note, whatever the cluster minimum: found by text
+    # alone, in every partition; in those planned this run, wordings differing only in punctuation, case, filler
+    active = by_partition(notes)
+    copy_keys = {key: found for key, found in ((k, copy_groups(members)) for k, members in active.items() if len(members) > 1) if found}
+    return _Selection(
+        notes=notes, candidates=candidates, groups=groups, active=active, broader=broader,
+        eligible={k: v for k, v in eligible.items() if k not in skipped},
+        cluster_keys=[k for k in cluster_keys if k not in skipped],
+        standing_keys=[k for k in standing_keys if k not in skipped],
+        copy_keys=copy_keys, mark_of=mark_of, skipped=skipped,
+    )
+
+
+def _absorb(ctx: PhaseContext, parts: Sequence[_Part], services: _Services, tally: Tally) -> tuple[list[AbsorptionCase], int, list[Unit]]:
+    """Ask every slice's absorption checks under the run's budget; return those asked, the number deferred and the units.
+
+    Also puts the new notes' vectors into the slices' cluster units, once the questions are in.
+    """
+    absorptions: list[AbsorptionCase] = []
+    found = [c for p in parts for c in p.found]
+    deferred = 0
+    if found:
+        found.sort(key=lambda c: (-c.similarity, order_key(c.narrower)))
+        absorptions, deferred = ask_absorptions(ctx, services.get_judge(), found, tally)
+    model = bool(absorptions) and not services.get_judge().rules
+    texts = parts[0].texts  # empty after slices: their analyses went with them, few are needed again
+    approved = [case for case in absorptions if is_approved(ctx, case, texts, tally, model)]
+    for part in parts:
+        part.attach()
+    units = [absorb_unit(case) for case in approved if not case.standing]
+    units += standing_absorptions([case for case in approved if case.standing])
+    return absorptions, deferred, units
 
 
 def _nothing_planned(plan: PhasePlan, cluster_min_size: int, candidates: int, partitions: int, skipped: int) -> PhasePlan:
