@@ -10,6 +10,7 @@ a dry-run shows what a real run would do, and its saved plan can be applied as p
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
@@ -471,9 +472,7 @@ def _apply(
 
 def _count_applied(report: PhaseReport, outcomes: Sequence[UnitOutcome]) -> None:
     report.applied = sum(len(o.applied) for o in outcomes)
-    report.applied_by_action = {}
-    for mutation in (mu for o in outcomes for mu in o.applied):
-        report.applied_by_action[mutation.action] = report.applied_by_action.get(mutation.action, 0) + 1
+    report.applied_by_action = dict(Counter(mutation.action for o in outcomes for mutation in o.applied))
     report.skipped = [s for o in outcomes for s in o.skipped]
 
 

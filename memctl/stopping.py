@@ -43,9 +43,6 @@ class RunStopped(BaseException):
         #: the report of the phase it stopped (set by the pipeline on its way out)
         self.phase_report: Any = None
 
-    def __str__(self) -> str:
-        return self.message
-
 
 class DeadlineExceeded(RunStopped):
     """The run reached `run_deadline_seconds` (exit 1)."""

@@ -102,9 +102,7 @@ class LLMClient:
         self.max_reply_chars = max_reply_chars
         # Local servers ignore the key, but the openai package insists on one.
         self._secrets = [s for s in (api_key or "", *secrets) if s]
-        self._openai = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key or "unused", timeout=self.timeout, max_retries=0
-        )
+        self._openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "unused", timeout=self.timeout, max_retries=0)
         self._limiter = AdaptiveLimiter(concurrency_max) if adaptive else Limiter(self.concurrency)
         self._mode_lock = threading.Lock()
         self._mode = 0 if response_format == "auto" else FORMAT_MODES.index(response_format)
@@ -362,13 +360,10 @@ class LLMClient:
         kind = FORMAT_MODES[mode]
         if kind == "json_schema" and reply_model is not None:
             key = (reply_model, schema_name)
-            rf = self._formats.get(key)
-            if rf is None:
-                rf = self._formats[key] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": schema_name, "strict": True, "schema": strict_schema(reply_model)},
-                }
-            return rf
+            if key not in self._formats:
+                schema = {"name": schema_name, "strict": True, "schema": strict_schema(reply_model)}
+                self._formats[key] = {"type": "json_schema", "json_schema": schema}
+            return self._formats[key]
         if kind == "json_object":
             return {"type": "json_object"}
         return None
@@ -399,9 +394,7 @@ class LLMClient:
                 self._count("formatFallbacks")
                 log.warning(
                     "LLM server rejected response_format %s (HTTP %s); using %s from now on",
-                    FORMAT_MODES[mode],
-                    exc.status_code,
-                    FORMAT_MODES[mode + 1],
+                    FORMAT_MODES[mode], exc.status_code, FORMAT_MODES[mode + 1],
                 )
 
     def _sleep_before_retry(self, attempt: int, reason: str, response: Any) -> None:
@@ -415,22 +408,18 @@ class LLMClient:
 
     def _retry_after(self, response: Any) -> Optional[float]:
         headers = getattr(response, "headers", None)
-        if headers is None:
-            return None
-        value: Optional[float] = None
         try:
-            if headers.get("retry-after-ms"):
+            if headers is not None and headers.get("retry-after-ms"):
                 value = float(headers["retry-after-ms"]) / 1000
-            elif headers.get("retry-after"):
+            elif headers is not None and headers.get("retry-after"):
                 raw = headers["retry-after"].strip()
                 try:
                     value = float(raw)
                 except ValueError:
-                    when = email.utils.parsedate_to_datetime(raw)
-                    value = when.timestamp() - time.time()
+                    value = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
+            else:
+                return None
         except (TypeError, ValueError, IndexError):
-            return None
-        if value is None:
             return None
         return min(max(value, 0.0), self.max_retry_after)
 
@@ -447,14 +436,8 @@ class LLMClient:
         if not isinstance(content, str) or not content.strip():
             return self._failure(f"empty reply (finish_reason={finish})", usage, calls, retried=False, answered=True)
         if len(content) > self.max_reply_chars:
-            return self._failure(
-                f"reply too large ({len(content)} chars > {self.max_reply_chars})",
-                usage,
-                calls,
-                raw=content[:2000],
-                retried=False,
-                answered=True,
-            )
+            reason = f"reply too large ({len(content)} chars > {self.max_reply_chars})"
+            return self._failure(reason, usage, calls, raw=content[:2000], retried=False, answered=True)
         text = strip_fences(content)
         try:
             parsed = json.loads(text)
@@ -466,15 +449,8 @@ class LLMClient:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-            return self._failure(
-                f"reply does not match {reply_model.__name__}: {where}: {first.get('msg')}"
-                f" ({exc.error_count()} error(s))",
-                usage,
-                calls,
-                raw=content,
-                retried=False,
-                answered=True,
-            )
+            reason = f"reply does not match {reply_model.__name__}: {where}: {first.get('msg')} ({exc.error_count()} error(s))"
+            return self._failure(reason, usage, calls, raw=content, retried=False, answered=True)
         return JudgeResult(reply=reply, usage=usage, calls=calls, raw=content, answered=True)
 
     def _failure(
