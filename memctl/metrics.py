@@ -44,33 +44,33 @@ def _line(name: str, labels: dict[str, str], value: float) -> str:
 
 
 def render(report: RunReport, finished_at: Optional[float] = None) -> str:
-    command = report.command.replace("memctl ", "", 1)
-    samples: dict[str, list[str]] = {name: [] for name in METRICS}
-    base = {"command": command}
-    samples["memctl_run_success"].append(_line("memctl_run_success", base, 1 if report.exit_code == 0 else 0))
-    samples["memctl_run_skipped"].append(_line("memctl_run_skipped", base, 1 if report.status in ("skipped", "locked") else 0))
-    samples["memctl_run_stopped"].append(_line("memctl_run_stopped", {**base, "reason": report.stopped or ""}, 1 if report.stopped else 0))
-    overdue = (report.stuck_lease or {}).get("overdueSeconds", 0)
-    samples["memctl_lock_overdue_seconds"].append(_line("memctl_lock_overdue_seconds", base, overdue))
-    samples["memctl_run_timestamp_seconds"].append(_line("memctl_run_timestamp_seconds", base, finished_at if finished_at is not None else time.time()))
-    samples["memctl_run_duration_seconds"].append(_line("memctl_run_duration_seconds", base, report.seconds))
+    base = {"command": report.command.replace("memctl ", "", 1)}
+    samples: list[tuple[str, dict[str, str], float]] = [
+        ("memctl_run_success", base, 1 if report.exit_code == 0 else 0),
+        ("memctl_run_skipped", base, 1 if report.status in ("skipped", "locked") else 0),
+        ("memctl_run_stopped", {**base, "reason": report.stopped or ""}, 1 if report.stopped else 0),
+        ("memctl_lock_overdue_seconds", base, (report.stuck_lease or {}).get("overdueSeconds", 0)),
+        ("memctl_run_timestamp_seconds", base, finished_at if finished_at is not None else time.time()),
+        ("memctl_run_duration_seconds", base, report.seconds),
+    ]
     for phase in report.phases:
         labels = {**base, "phase": phase.phase}
-        output = phase.output
-        samples["memctl_phase_success"].append(_line("memctl_phase_success", labels, 0 if phase.outcome == "failed" else 1))
-        samples["memctl_phase_duration_seconds"].append(_line("memctl_phase_duration_seconds", labels, phase.seconds))
-        for action, count in sorted(phase.applied_by_action.items()):
-            samples["memctl_items_changed"].append(_line("memctl_items_changed", {**labels, "action": action}, count))
-        samples["memctl_items_skipped"].append(_line("memctl_items_skipped", labels, len(phase.skipped)))
-        samples["memctl_llm_calls"].append(_line("memctl_llm_calls", labels, _number(output, "llmCalls")))
-        samples["memctl_llm_tokens"].append(_line("memctl_llm_tokens", labels, _number(output, "tokens")))
-        samples["memctl_llm_prompt_tokens"].append(_line("memctl_llm_prompt_tokens", labels, _number(output, "promptTokens")))
-        samples["memctl_llm_completion_tokens"].append(_line("memctl_llm_completion_tokens", labels, _number(output, "completionTokens")))
-        samples["memctl_cache_hits"].append(_line("memctl_cache_hits", labels, _number(output, "cacheHits", "cached")))
+        samples += [
+            ("memctl_phase_success", labels, 0 if phase.outcome == "failed" else 1),
+            ("memctl_phase_duration_seconds", labels, phase.seconds),
+            *(("memctl_items_changed", {**labels, "action": action}, count) for action, count in sorted(phase.applied_by_action.items())),
+            ("memctl_items_skipped", labels, len(phase.skipped)),
+            ("memctl_llm_calls", labels, _number(phase.output, "llmCalls")),
+            ("memctl_llm_tokens", labels, _number(phase.output, "tokens")),
+            ("memctl_llm_prompt_tokens", labels, _number(phase.output, "promptTokens")),
+            ("memctl_llm_completion_tokens", labels, _number(phase.output, "completionTokens")),
+            ("memctl_cache_hits", labels, _number(phase.output, "cacheHits", "cached")),
+        ]
     lines: list[str] = []
     for name, (kind, text) in METRICS.items():
-        if samples[name]:
-            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
+        found = [_line(name, labels, value) for metric, labels, value in samples if metric == name]
+        if found:
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *found]
     return "\n".join(lines) + "\n"
 
 

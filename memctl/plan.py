@@ -168,13 +168,12 @@ class PhasePlan:
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """Return (table, record, action, reason) for every mutation, for rendering."""
-        out = []
-        for unit in self.units:
-            for mutation in unit.mutations:
-                if mutation.action == "check":
-                    continue
-                out.append((mutation.table, mutation.record_id, mutation.action, mutation.comment or unit.reason))
-        return out
+        return [
+            (mutation.table, mutation.record_id, mutation.action, mutation.comment or unit.reason)
+            for unit in self.units
+            for mutation in unit.mutations
+            if mutation.action != "check"
+        ]
 
 
 @dataclass
@@ -274,20 +273,15 @@ def load_plan(path: str | Path) -> Plan:
         raise InputError(f"{path}: not a memctl plan: {where}: {first['msg']}") from None
     if parsed.format != PLAN_FORMAT:
         raise InputError(f"{path}: plan format {parsed.format} is not supported (this memctl reads format {PLAN_FORMAT})")
-    phases = []
-    for p in parsed.phases:
-        units = [
-            Unit(
-                kind=u.kind, key=u.key, reason=u.reason, atomic=u.atomic, detail=u.detail,
-                mutations=tuple(Mutation(**mu.model_dump()) for mu in u.mutations),
-            )
-            for u in p.units
-        ]
-        children = [ChildStep(**c.model_dump()) for c in p.children]
-        phases.append(
-            PhasePlan(
-                phase=p.phase, step_name=p.step_name, units=units, input=p.input, output=p.output,
-                outcome=p.outcome, message=p.message, children=children, error=p.error, all_or_nothing=p.all_or_nothing,  # type: ignore[arg-type]
-            )
+    phases = [
+        PhasePlan(
+            **p.model_dump(exclude={"units", "children"}),
+            units=[
+                Unit(**u.model_dump(exclude={"mutations"}), mutations=tuple(Mutation(**mu.model_dump()) for mu in u.mutations))
+                for u in p.units
+            ],
+            children=[ChildStep(**c.model_dump()) for c in p.children],
         )
-    return Plan(command=parsed.command, created_at=parsed.created_at, database=parsed.database, scope=parsed.scope, phases=phases)
+        for p in parsed.phases
+    ]
+    return Plan(**parsed.model_dump(exclude={"phases"}), phases=phases)

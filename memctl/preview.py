@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from memctl.plan import PhasePlan, Unit
+from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.store import models as m
 from memctl.store.ids import id_in
 from memctl.store.engine import read
@@ -110,13 +110,10 @@ def attach_texts(engine: Engine, plan: PhasePlan, known: Optional[Mapping[str, s
         for mutation in unit.mutations:
             if mutation.action == "insert":
                 inserted[mutation.record_id.lower()] = str(mutation.values.get("Note") or "")
-            elif mutation.table == "memctl_review":
-                for key in ("NoteAID", "NoteBID"):
-                    if mutation.values.get(key):
-                        wanted["AIAgentNote"].add(str(mutation.values[key]).lower())
             else:
-                wanted[mutation.table].add(mutation.record_id.lower())
-    if not wanted and not inserted:
+                table, ids = _shown(mutation)
+                wanted[table].update(ids)
+    if not any(wanted.values()) and not inserted:
         return
     texts = {**(known or {}), **inserted}
     with read(engine) as conn:
@@ -124,15 +121,17 @@ def attach_texts(engine: Engine, plan: PhasePlan, known: Optional[Mapping[str, s
     plan.units = [_with_texts(unit, texts) for unit in plan.units]
 
 
+def _shown(mutation: Mutation) -> tuple[str, list[str]]:
+    """Return the table and IDs of the records whose text shows `mutation`: a review row shows its pair."""
+    if mutation.table == "memctl_review":
+        return "AIAgentNote", [str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID") if mutation.values.get(k)]
+    return mutation.table, [mutation.record_id.lower()]
+
+
 def _with_texts(unit: Unit, texts: Mapping[str, str]) -> Unit:
     if TEXTS in unit.detail:
         return unit
-    ids: list[str] = []
-    for mutation in unit.mutations:
-        if mutation.table == "memctl_review":
-            ids += [str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID") if mutation.values.get(k)]
-        else:
-            ids.append(mutation.record_id.lower())
+    ids = [i for mutation in unit.mutations for i in _shown(mutation)[1]]
     return replace(unit, detail={**unit.detail, TEXTS: {i: texts[i] for i in ids if i in texts}})
 
 

@@ -15,13 +15,12 @@ from rich.text import Text
 from memctl.phases.asking import ask_again_text
 from memctl.pipeline import PhaseReport
 from memctl.preview import Entry, RecordText
-from memctl.report import printable
+from memctl.report import LABELS, printable
 
 MAX_ENTRIES = 200  # per phase on a terminal; --json and --plan-out have them all
 TEXT_LINES = 3  # lines of a record's text on a terminal
 PIPE_WIDTH = 10_000  # the width of a console that is not a terminal: wide enough not to fold
 ELLIPSIS = "…"
-LABELS = {"AIAgentNote": "note", "AIAgentExample": "example", "memctl_review": "review"}
 
 
 class SafeConsole(Console):

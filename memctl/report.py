@@ -22,6 +22,7 @@ MAX_ENTRIES = 200  # per phase; the rest is counted on a visible line
 # Control characters, C1 codes and bidi overrides: what could drive or disguise a terminal.
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MARKDOWN = re.compile(r"([\\`*_\[\]<])")
+LABELS = {"AIAgentNote": "note", "AIAgentExample": "example", "memctl_review": "review"}
 
 
 def _escaped(found: re.Match[str]) -> str:
@@ -108,10 +109,8 @@ def from_stored_run(engine: Engine, run: Mapping[str, Any], steps: Sequence[Any]
 
 
 def markdown(view: ReportView) -> str:
-    lines: list[str] = []
     heading = f"{view.command} --dry-run: preview, nothing was written" if view.dry_run else f"{view.command}: {view.status}"
-    lines.append(f"# {md(heading)}")
-    lines.append("")
+    lines = [f"# {md(heading)}", ""]
     if view.run_id:
         lines.append(f"- run: `{view.run_id}`" + (f", started {view.started_at}" if view.started_at else ""))
     if view.message:
@@ -125,13 +124,11 @@ def markdown(view: ReportView) -> str:
     for p in view.phases:
         lines += ["", f"## {md(p.title)}: {md(p.outcome)}", ""]
         if p.message:
-            lines.append(md(p.message))
-            lines.append("")
+            lines += [md(p.message), ""]
         if p.error:
             lines += [f"**Failed:** {md(p.error)}", ""]
         if p.counts:
-            lines.append("Counts: " + ", ".join(f"{md(str(k))} {md(_number(v))}" for k, v in p.counts.items()))
-            lines.append("")
+            lines += ["Counts: " + ", ".join(f"{md(str(k))} {md(_number(v))}" for k, v in p.counts.items()), ""]
         if p.ask_again:
             lines += [f"Paused after unusable replies, asked again: {md(ask_again_text(p.ask_again))}", ""]
         shown = [e for e in p.entries if e.kind != "flag"]
@@ -173,16 +170,13 @@ def _entry(entry: Entry) -> list[str]:
     if entry.rule:
         lines.append(f"  - rule: kept {md(entry.rule, '    ')}")
     for record in entry.records:
+        label = LABELS.get(record.table, record.table)
         if len(entry.records) == 1 and record.reason == entry.summary:
-            lines[0] = f"- **{md(entry.kind)}**{skipped} {_label(record.table)} `{record.id}`: {md(entry.summary, '  ')}"
+            lines[0] = f"- **{md(entry.kind)}**{skipped} {label} `{record.id}`: {md(entry.summary, '  ')}"
             lines.append(f"  - text: {md(record.text, '    ') or '(empty)'}")
             if record.skipped:
                 lines.append(f"  - skipped: {md(record.skipped, '    ')}")
             continue
         extra = f" (skipped: {md(record.skipped)})" if record.skipped else ""
-        lines.append(f"  - {md(record.role)} {_label(record.table)} `{record.id}`{extra}: {md(record.text, '    ') or '(empty)'}")
+        lines.append(f"  - {md(record.role)} {label} `{record.id}`{extra}: {md(record.text, '    ') or '(empty)'}")
     return lines
-
-
-def _label(table: str) -> str:
-    return {"AIAgentNote": "note", "AIAgentExample": "example", "memctl_review": "review"}.get(table, table)

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union, get_type_hints
+from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_type_hints
 
 from sqlalchemy.engine import make_url
 
@@ -113,7 +113,7 @@ class Settings:
 
     @property
     def masked_db_url(self) -> str:
-            return mask_url(self.db_url)
+        return mask_url(self.db_url)
 
     @property
     def is_embedded_default(self) -> bool:
@@ -196,16 +196,12 @@ def parse_time(text: str) -> datetime:
 
 
 def _coerce(name: str, kind: Any, value: Any, origin: str) -> Any:
-    text = value.strip() if isinstance(value, str) else value
     if name == "llm_concurrency":
         return _concurrency(value, origin)
-    base = kind
-    optional = False
-    if getattr(kind, "__origin__", None) is not None or str(kind).startswith("typing.Optional"):
-        args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
-        optional = len(args) < len(getattr(kind, "__args__", ()))
-        base = args[0] if args else str
-    if optional and (text is None or text == ""):
+    text = value.strip() if isinstance(value, str) else value
+    args = get_args(kind)  # Optional[X] is Union[X, None]; a plain type has none
+    base = next(a for a in args if a is not type(None)) if args else kind
+    if type(None) in args and (text is None or text == ""):
         return None
     try:
         if base is bool:
@@ -364,10 +360,9 @@ def _validate(s: Settings) -> None:
         ("uniform_min_pairs", s.uniform_min_pairs >= 1, "at least 1"),
         ("max_note_chars", s.max_note_chars >= 100, "at least 100"),
         ("embed_batch_size", s.embed_batch_size >= 1, "at least 1"),
+        ("consolidate_threshold", s.consolidate_threshold is None or -1.0 <= s.consolidate_threshold <= 1.0, "between -1 and 1"),
+        ("contradiction_threshold", s.contradiction_threshold is None or -1.0 <= s.contradiction_threshold <= 1.0, "between -1 and 1"),
     ]
-    for threshold in ("consolidate_threshold", "contradiction_threshold"):
-        value = getattr(s, threshold)
-        checks.append((threshold, value is None or -1.0 <= value <= 1.0, "between -1 and 1"))
     for name, ok, expected in checks:
         if not ok:
             raise ConfigError(f"setting '{name}' must be {expected} (got {getattr(s, name)!r})")

@@ -136,9 +136,7 @@ def _shift_phrase(shift: _Shift, reference: date) -> _Phrase:
             year, month = _month_index(reference, 3 * amount)
             text = f"Q{(month - 1) // 3 + 1} {year:04d}"
         else:
-            year = reference.year + amount
-            if not 1 <= year <= 9999:
-                raise OverflowError("year out of range")
+            year, _ = _month_index(reference, 12 * amount)
             text = f"{year:04d}"
         return _Phrase(f"in {text}", text, f"the {text}")
     except OverflowError:
@@ -340,9 +338,7 @@ def _scan(text: str) -> Iterator[tuple[_Rule, re.Match[str]]]:
 
 def _reference_day(reference: date | datetime) -> date:
     if isinstance(reference, datetime):
-        if reference.tzinfo is not None:
-            reference = reference.astimezone(UTC)
-        return reference.date()
+        return (reference.astimezone(UTC) if reference.tzinfo is not None else reference).date()
     return reference
 
 
