@@ -117,9 +117,6 @@ note_type = sa.Table(
     *_audit(),
 )
 
-# The MJ v5.26 columns that an older MJ database lacks; `db upgrade` adds them when adopting.
-NOTE_V526_COLUMNS = ("ConsolidatedIntoNoteID", "ConsolidationCount", "DerivedFromNoteIDs", "ProtectionTier", "ImportanceScore")
-
 note = sa.Table(
     "AIAgentNote",
     metadata,

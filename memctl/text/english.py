@@ -30,7 +30,6 @@ _WORD = re.compile(r"[^\W_]+(?:[-@./:+_][^\W_]+)*")
 _CASED_WORD = re.compile(r"[^\W_]+(?:[-@./:+_][^\W_]+)*|,")
 
 NEGATION_CONFIDENCE = 0.9
-EXCLUSIVE_CONFIDENCE = 0.9
 ATTRIBUTE_CONFIDENCE = 0.85
 PREFERENCE_CONFIDENCE = 0.8
 

@@ -425,7 +425,6 @@ def _match_at(words: Sequence[str], i: int, e: Entry) -> bool:
 
 
 FILLER_ENTRIES = _compile(FILLER)
-NEGATION_ENTRIES = _compile(NEGATION)
 HEDGE_ENTRIES = _compile(HEDGES)
 SINGLE_ENTRIES = _compile(SINGLE_CUES)
 MULTI_ENTRIES = _compile(MULTI_CUES)

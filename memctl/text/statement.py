@@ -109,10 +109,8 @@ class Sentence:
     spaceless: bool = False
     #: written in a script without capitals (names cannot be seen)
     caseless: bool = False
-    #: the clause (between commas, semicolons, colons) each of `words` stands in, and the clauses
-    #: holding a single-valued cue
+    #: the clause (between commas, semicolons, colons) each of `words` stands in
     word_clauses: tuple[int, ...] = ()
-    single_clauses: frozenset[int] = frozenset()
     #: each of `words` stands inside parentheses or brackets ("Maria Lopez (sales)")
     word_parens: tuple[bool, ...] = ()
     #: where each of `words` stands in `raw` (filler included)
@@ -281,7 +279,6 @@ def analyse(text: str) -> Sentence:
         word_clauses=tuple(word_clauses),
         word_parens=tuple(word_parens),
         word_raw=tuple(word_raw),
-        single_clauses=frozenset(clause_of[start] for start, _ in lists["single"]),
     )
 
 
