@@ -19,10 +19,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from memctl.plan import Mutation, PhasePlan, Unit
 from memctl.store import models as m
-from memctl.store.ids import id_in
+from memctl.store.ids import chunks, id_in
 from memctl.store.engine import read
 
-CHUNK = 500  # IDs per IN-list (SQL Server allows ~2,100 parameters per statement)
 TEXTS = "texts"
 RULE = "rule"
 
@@ -144,9 +143,8 @@ def _read_texts(conn: Connection, wanted: Mapping[str, set[str]]) -> dict[str, s
             table, columns = m.example, ("ID", "ExampleInput", "ExampleOutput")
         else:
             continue
-        ordered = sorted(ids)
-        for start in range(0, len(ordered), CHUNK):
-            query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, ordered[start : start + CHUNK], conn))
+        for chunk in chunks(sorted(ids)):
+            query = sa.select(*[table.c[c] for c in columns]).where(id_in(table, chunk, conn))
             for row in conn.execute(query).mappings():
                 key = str(row["ID"]).lower()
                 texts[key] = (row["Note"] or "") if table_name == "AIAgentNote" else example_text(row)

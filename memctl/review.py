@@ -20,11 +20,10 @@ from sqlalchemy.engine import Engine
 from memctl.context import PhaseContext
 from memctl.errors import UsageError
 from memctl.protection import refusal
-from memctl.phases.common import chunks
 from memctl.pipeline import FixedPlanPhase, RunReport, execute
 from memctl.plan import Mutation, PhasePlan, Unit, guard_of, jsonable
 from memctl.store import models as m
-from memctl.store.ids import id_in
+from memctl.store.ids import chunks, id_in
 from memctl.store.engine import read
 
 RUN_NAME = "memctl review resolve"

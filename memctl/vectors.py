@@ -31,8 +31,7 @@ from memctl.records import NoteRecord, PartitionKey
 from memctl.similarity import unit_rows
 from memctl.store import models as m
 from memctl.store.engine import read, write
-
-CHUNK = 500
+from memctl.store.ids import chunks
 
 
 class PartitionVectors:
@@ -441,9 +440,9 @@ class VectorIndex:
     def _cached(self, model: str, ids: Sequence[str]) -> Iterator[tuple[str, str, bytes]]:
         """Yield (note id, content hash, vector bytes) of the cache rows of `model` for `ids`."""
         with read(self.ctx.engine) as conn:
-            for start in range(0, len(ids), CHUNK):
+            for chunk in chunks(ids):
                 query = sa.select(m.embedding.c.NoteID, m.embedding.c.ContentHash, m.embedding.c.Vector).where(
-                    m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])
+                    m.embedding.c.Model == model, m.embedding.c.NoteID.in_(chunk)
                 )
                 for note_id, digest, blob in conn.execute(query):
                     yield str(note_id).lower(), digest, blob
@@ -526,11 +525,10 @@ class VectorIndex:
             for note_id, digest, v in entries
         ]
         with write(self.ctx.engine) as conn:
-            ids = [r["NoteID"] for r in rows]
-            for start in range(0, len(ids), CHUNK):
-                conn.execute(m.embedding.delete().where(m.embedding.c.Model == model, m.embedding.c.NoteID.in_(ids[start : start + CHUNK])))
-            for start in range(0, len(rows), 1000):
-                conn.execute(m.embedding.insert(), rows[start : start + 1000])
+            for chunk in chunks([r["NoteID"] for r in rows]):
+                conn.execute(m.embedding.delete().where(m.embedding.c.Model == model, m.embedding.c.NoteID.in_(chunk)))
+            for batch in chunks(rows, 1000):
+                conn.execute(m.embedding.insert(), batch)
 
 
 def close_vectors(ctx: PhaseContext) -> None:

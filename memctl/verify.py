@@ -22,14 +22,13 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from memctl.phases.common import chunks
 from memctl.plan import SCOPE_COLUMNS
 from memctl.protection import guarded_rows, refusal, tier_of
 from memctl.records import broader_keys, note_record
 from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.changes import INTO_SCOPE
-from memctl.store.ids import id_in
+from memctl.store.ids import chunks, id_in
 from memctl.store.engine import read
 
 TAG = "[memctl "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -14,15 +14,7 @@ from memctl.similarity import partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal
 from memctl.store.changes import to_db_values
-from memctl.store.ids import guid_in, id_in, readable, sqlite_guid
-
-T = TypeVar("T")
-CHUNK = 500  # IN-list size and archive batch size (SQL Server allows ~2,100 parameters)
-
-
-def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+from memctl.store.ids import CHUNK, chunks, guid_in, id_in, readable, sqlite_guid  # noqa: F401 - CHUNK re-exported for tests
 
 
 def agent_filter(table: sa.Table, scope: Scope, bind: Any) -> list[sa.ColumnElement[bool]]:

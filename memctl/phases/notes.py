@@ -10,14 +10,14 @@ import sqlalchemy as sa
 
 from memctl.context import PhaseContext, Snapshot
 from memctl.phases.base import Overlay
-from memctl.phases.common import agent_filter, as_planned, chunks, in_shard
+from memctl.phases.common import agent_filter, as_planned, in_shard
 from memctl.phases.slices import agent_condition, in_slice
 from memctl.plan import guard_of
 from memctl.protection import revocable
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
 from memctl.store import models as m
-from memctl.store.ids import by_id_status, id_in, readable, sqlite_guid
+from memctl.store.ids import by_id_status, chunks, id_in, readable, sqlite_guid
 from memctl.store.engine import read
 from memctl.vectors import stored_vectors
 

@@ -25,12 +25,11 @@ from memctl.settings import parse_time
 from memctl.store import models as m
 from memctl.store.created import created_note, loggable
 from memctl.store.engine import write
-from memctl.store.ids import id_texts
+from memctl.store.ids import chunks, id_texts
 from memctl.store.values import value_problem
 
 TABLE_OBJECTS: dict[str, sa.Table] = {"AIAgentNote": m.note, "AIAgentExample": m.example, "memctl_review": m.review}
 REVIEW_TABLE = "memctl_review"
-CHUNK = 500  # IN-list size: well under SQL Server's ~2,100 parameters per statement
 
 CHANGE_COLUMNS = ("Status", "ConsolidatedIntoNoteID", "Comments", "__mj_UpdatedAt")
 #: also logged for a note whose mutation sets them (a credit, its undo)
@@ -179,8 +178,7 @@ def rows_by_id(
     rows: dict[str, Mapping[str, Any]] = {}
     sqlite = conn.dialect.name == "sqlite"
     query = _by_id_query(table, sqlite, lock, tuple(sorted(skip)))
-    for start in range(0, len(ids), CHUNK):
-        chunk = list(ids[start : start + CHUNK])
+    for chunk in chunks(list(ids)):
         for row in conn.execute(query, {"ids": id_texts(chunk, plain) if sqlite else chunk}).mappings():
             key = str(row["ID"]).lower()
             if key not in rows or (sqlite and row[RAW_ID] == uuid.UUID(key).hex):
@@ -348,13 +346,13 @@ def _read(conn: Connection, ctx: ApplyContext, units: Sequence[Unit]) -> _Read:
     """Read, once for the batch, created IDs already taken, pairs under review, and locked rows."""
     read = _Read()
     inserted = [mu.record_id for unit in units for mu in unit.mutations if mu.action == "insert"]
-    for start in range(0, len(inserted), CHUNK):
-        query = sa.select(m.note.c.ID).where(m.note.c.ID.in_(inserted[start : start + CHUNK]))
+    for chunk in chunks(inserted):
+        query = sa.select(m.note.c.ID).where(m.note.c.ID.in_(chunk))
         read.existing_notes |= {_guid(i) for i in conn.execute(query).scalars()}
     firsts = sorted({str(mu.values["NoteAID"]).lower() for unit in units for mu in unit.mutations if mu.action == "flag"})
     r = m.review
-    for start in range(0, len(firsts), CHUNK):
-        query = sa.select(r.c.NoteAID, r.c.NoteBID, r.c.Status).where(r.c.NoteAID.in_(firsts[start : start + CHUNK]))
+    for chunk in chunks(firsts):
+        query = sa.select(r.c.NoteAID, r.c.NoteBID, r.c.Status).where(r.c.NoteAID.in_(chunk))
         read.reviewed.update({(str(a).lower(), str(b).lower()): s for a, b, s in conn.execute(query)})
     changed: dict[str, list[str]] = defaultdict(list)
     for unit in units:

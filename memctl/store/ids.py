@@ -9,9 +9,18 @@ from __future__ import annotations
 import re
 import uuid
 from functools import lru_cache
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 import sqlalchemy as sa
+
+T = TypeVar("T")
+CHUNK = 500  # IDs per IN-list and rows per archive batch: well under SQL Server's ~2,100 parameters per statement
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    """Yield `items` in slices of at most `size`, for batched IN-lists."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def on_sqlite(bind: Any) -> bool:

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Engine
 
 from memctl.store import models as m
 from memctl.store.engine import read, write
+from memctl.store.ids import chunks
 
-CHUNK = 500
 #: the longest pause, in days: a question is asked at least this often
 MAX_PAUSE_DAYS = 30
 #: the reason kept with a pause is one bounded line
@@ -53,12 +53,10 @@ class Pauses:
         wanted = sorted(set(keys))
         found: dict[str, Pause] = {}
         p = m.pause
+        query = sa.select(p.c.CacheKey, p.c.Kind, p.c.Unusable, p.c.LastAt, p.c.AskAgainAt, p.c.Reason)
         with read(self.engine) as conn:
-            for start in range(0, len(wanted), CHUNK):
-                query = sa.select(p.c.CacheKey, p.c.Kind, p.c.Unusable, p.c.LastAt, p.c.AskAgainAt, p.c.Reason).where(
-                    p.c.CacheKey.in_(wanted[start : start + CHUNK])
-                )
-                for row in conn.execute(query):
+            for chunk in chunks(wanted):
+                for row in conn.execute(query.where(p.c.CacheKey.in_(chunk))):
                     found[row.CacheKey] = Pause(row.CacheKey, row.Kind, int(row.Unusable), row.LastAt, row.AskAgainAt, row.Reason or "")
         return found
 
@@ -78,8 +76,8 @@ class Pauses:
         keys = sorted(rows)
         try:
             with write(self.engine) as conn:
-                for start in range(0, len(keys), CHUNK):
-                    conn.execute(m.pause.delete().where(m.pause.c.CacheKey.in_(keys[start : start + CHUNK])))
+                for chunk in chunks(keys):
+                    conn.execute(m.pause.delete().where(m.pause.c.CacheKey.in_(chunk)))
                 conn.execute(m.pause.insert(), [rows[key] for key in keys])
         except sa.exc.IntegrityError:
             pass  # a shard worker paused the same question at the same moment: its row will do
@@ -91,5 +89,5 @@ class Pauses:
         if self.dry_run or not wanted:
             return
         with write(self.engine) as conn:
-            for start in range(0, len(wanted), CHUNK):
-                conn.execute(m.pause.delete().where(m.pause.c.CacheKey.in_(wanted[start : start + CHUNK])))
+            for chunk in chunks(wanted):
+                conn.execute(m.pause.delete().where(m.pause.c.CacheKey.in_(chunk)))

@@ -9,15 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from memctl.store import models as m
 from memctl.store.engine import read, write
-
-CHUNK = 500
+from memctl.store.ids import chunks
 
 
 def verdict_key(kind: str, template_hash: str, model: str, inputs: Any) -> str:
@@ -37,8 +36,7 @@ class VerdictCache:
         wanted = sorted(set(keys))
         found: dict[str, dict[str, Any]] = {}
         with read(self.engine) as conn:
-            for start in range(0, len(wanted), CHUNK):
-                chunk = wanted[start : start + CHUNK]
+            for chunk in chunks(wanted):
                 for key, reply in conn.execute(sa.select(m.verdict.c.CacheKey, m.verdict.c.Reply).where(m.verdict.c.CacheKey.in_(chunk))):
                     found[key] = json.loads(reply)
         return found
@@ -50,9 +48,8 @@ class VerdictCache:
             return 0
         with write(self.engine) as conn:
             present: set[str] = set()
-            keys = sorted(rows)
-            for start in range(0, len(keys), CHUNK):
-                present.update(conn.execute(sa.select(m.verdict.c.CacheKey).where(m.verdict.c.CacheKey.in_(keys[start : start + CHUNK]))).scalars())
+            for chunk in chunks(sorted(rows)):
+                present.update(conn.execute(sa.select(m.verdict.c.CacheKey).where(m.verdict.c.CacheKey.in_(chunk))).scalars())
             new = [row for key, row in rows.items() if key not in present]
             if new:
                 conn.execute(m.verdict.insert(), new)
@@ -64,11 +61,5 @@ class VerdictCache:
         if self.dry_run or not wanted:
             return
         with write(self.engine) as conn:
-            for start in range(0, len(wanted), CHUNK):
-                conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey.in_(wanted[start : start + CHUNK])))
-
-    def put(self, key: str, kind: str, model: str, reply: dict[str, Any], now: datetime) -> None:
-        self.put_many([(key, kind, model, reply)], now)
-
-    def get(self, key: str) -> Optional[dict[str, Any]]:
-        return self.get_many([key]).get(key)
+            for chunk in chunks(wanted):
+                conn.execute(m.verdict.delete().where(m.verdict.c.CacheKey.in_(chunk)))
