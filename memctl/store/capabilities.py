@@ -75,7 +75,7 @@ def archive_statuses(engine: Engine, schema: Optional[str]) -> dict[str, frozens
     value its check allows instead, or nothing (the archive phase leaves such rows alone)."""
     found = {r.table: r for r in refusals(engine, schema)}
     return {
-        table: frozenset({"Archived"}) if table not in found else frozenset(v for v in (found[table].instead,) if v is not None)
+        table: frozenset({ARCHIVED}) if table not in found else frozenset(v for v in (found[table].instead,) if v is not None)
         for table in ARCHIVE_FALLBACKS
     }
 

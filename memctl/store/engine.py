@@ -31,7 +31,7 @@ def make_engine(settings: Settings) -> Engine:
         kwargs["pool_pre_ping"] = True
     try:
         engine = sa.create_engine(url, **kwargs)
-    except (ImportError, ModuleNotFoundError) as exc:
+    except ImportError as exc:
         raise DatabaseError(f"no driver for {mask_url(settings.db_url)}: {exc} (install the matching extra, e.g. memctl[postgres] or memctl[mssql])") from None
     except Exception as exc:
         raise DatabaseError(f"invalid database URL {mask_url(settings.db_url)}: {scrub(str(exc), settings)}") from None
@@ -125,9 +125,8 @@ def write(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def read(engine: Engine) -> Iterator[Connection]:
-    with engine.connect() as conn:
-        with conn.begin():
-            yield conn
+    with engine.connect() as conn, conn.begin():
+        yield conn
 
 
 def check_connection(engine: Engine, settings: Settings) -> None:

@@ -27,9 +27,7 @@ _QUOTING_LINES = re.compile(r"^\s*(DETAIL|CONTEXT|LINE \d+|QUERY|STATEMENT|WHERE
 
 def driver_message(exc: BaseException) -> str:
     """Return the driver's own message of `exc` on one line, without the lines that quote data."""
-    orig = getattr(exc, "orig", None) if isinstance(exc, sa.exc.StatementError) else exc
-    if orig is None:
-        orig = exc
+    orig = exc.orig if isinstance(exc, sa.exc.StatementError) and exc.orig is not None else exc
     lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip() and not _QUOTING_LINES.match(line)]
     return (" ".join(lines) or type(orig).__name__)[:MAX_CHARS]
 
@@ -54,9 +52,7 @@ def read_only_reason(exc: BaseException) -> Optional[str]:
     if state in READ_ONLY_SQLSTATES:
         return READ_ONLY_SQLSTATES[state]
     text = str(orig).lower()
-    if any(words in text for words in READ_ONLY_WORDS):
-        return "the database is read-only"
-    return None
+    return "the database is read-only" if any(words in text for words in READ_ONLY_WORDS) else None
 
 
 def read_only_error(exc: BaseException, masked_url: str) -> Optional[DatabaseError]:

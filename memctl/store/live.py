@@ -49,9 +49,8 @@ def live_table(conn: Connection, model: sa.Table) -> sa.Table:
 
     Reflected once per engine; modelled columns keep the model's types.
     """
-    engine = conn.engine
     with _mutex:
-        tables = _cache.setdefault(engine, {})
+        tables = _cache.setdefault(conn.engine, {})
         table = tables.get(model.name)
     if table is None:
         table = _reflect(conn, model)
@@ -64,7 +63,6 @@ def extra_columns(table: sa.Table, model: sa.Table) -> list[sa.Column[Any]]:
     """Return the columns of the live `table` that `model` does not declare, in table order."""
     modelled = {c.name for c in model.columns}
     return [c for c in table.columns if c.name not in modelled]
-
 
 
 def self_references(conn: Connection, model: sa.Table) -> list[str]:

@@ -37,10 +37,8 @@ def script_location() -> Path:
 
 
 def _config(**attributes: object) -> Config:
-    buffer = attributes.pop("output_buffer", None)
-    cfg = Config(output_buffer=buffer) if buffer is not None else Config()
+    cfg = Config(output_buffer=attributes.pop("output_buffer", None), attributes=attributes)
     cfg.set_main_option("script_location", str(script_location()))
-    cfg.attributes.update(attributes)
     return cfg
 
 
@@ -68,6 +66,11 @@ def require_known(revision: Optional[str], settings: Settings) -> None:
         )
 
 
+def _refuse_sqlite_schema(dialect: str, schema: Optional[str]) -> None:
+    if schema and dialect == "sqlite":
+        raise UsageError("SQLite has no schemas: leave db_schema unset for SQLite databases")
+
+
 def create_schema_sql(dialect: str, schema: str) -> str:
     """Return the statement that creates `schema` when it does not exist yet."""
     if dialect == "mssql":
@@ -86,8 +89,7 @@ def current_revision(conn: Connection, schema: Optional[str]) -> Optional[str]:
 def upgrade(engine: Engine, settings: Settings, revision: str = "head") -> tuple[Optional[str], str]:
     """Upgrade the database to `revision`; return (revision before, revision after)."""
     schema = settings.db_schema
-    if schema and engine.dialect.name == "sqlite":
-        raise UsageError("SQLite has no schemas: leave db_schema unset for SQLite databases")
+    _refuse_sqlite_schema(engine.dialect.name, schema)
     with engine.connect() as conn:
         before = current_revision(conn, schema)
         conn.commit()
@@ -106,8 +108,7 @@ def upgrade_sql(dialect: str, schema: Optional[str], revision: str = "head") -> 
     """Return the DDL that upgrades an empty database of `dialect` to `revision` (Alembic offline mode)."""
     if dialect not in SQL_DIALECTS:
         raise UsageError(f"--dialect must be one of {', '.join(SQL_DIALECTS)} (got {dialect!r})")
-    if schema and dialect == "sqlite":
-        raise UsageError("SQLite has no schemas: leave db_schema unset for SQLite databases")
+    _refuse_sqlite_schema(dialect, schema)
     buffer = io.StringIO()
     command.upgrade(_config(dialect=dialect, schema=schema, output_buffer=buffer), revision, sql=True)
     return buffer.getvalue()
@@ -120,8 +121,7 @@ def database_upgrade_sql(engine: Engine, settings: Settings, dialect: Optional[s
     its adoption statements, not a full CREATE script. `dialect` renders them for another backend.
     """
     schema = settings.db_schema
-    if schema and engine.dialect.name == "sqlite":
-        raise UsageError("SQLite has no schemas: leave db_schema unset for SQLite databases")
+    _refuse_sqlite_schema(engine.dialect.name, schema)
     with engine.connect() as conn:
         before = current_revision(conn, schema)
         require_known(before, settings)
@@ -144,10 +144,7 @@ def ensure_ready(engine: Engine, settings: Settings) -> None:
     if revision == head_revision():
         return
     require_known(revision, settings)
-    if engine.dialect.name == "sqlite" and (revision is None or settings.is_embedded_default):
-        upgrade(engine, settings)
-        return
-    if settings.db_auto_upgrade:
+    if settings.db_auto_upgrade or (engine.dialect.name == "sqlite" and (revision is None or settings.is_embedded_default)):
         upgrade(engine, settings)
         return
     state = "has no memctl schema" if revision is None else f"is at revision {revision}, not {head_revision()}"
