@@ -60,9 +60,7 @@ def ensure_agent(conn: Connection, wanted: str, now: datetime) -> None:
         "ID": m.MEMCTL_AGENT_ID, "Name": m.MEMCTL_AGENT_NAME, "Status": "Active", "AutoArchiveEnabled": False,
         "__mj_CreatedAt": now, "__mj_UpdatedAt": now,
     }
-    values.update({column: value for column, value in MAINTENANCE_FLAGS.items() if column in table.c})
-    if "Description" in table.c:
-        values["Description"] = DESCRIPTION
+    values.update({column: value for column, value in {**MAINTENANCE_FLAGS, "Description": DESCRIPTION}.items() if column in table.c})
     try:
         with conn.begin_nested():
             conn.execute(table.insert().values(**values))

@@ -32,18 +32,8 @@ class Reporter(Protocol):
     def log(self, message: str) -> None: ...
 
 
-class NullReporter:
-    def start(self, label: str, total: Optional[int] = None) -> None:
-        return None
-
-    def advance(self, amount: int = 1) -> None:
-        return None
-
-    def finish(self) -> None:
-        return None
-
-    def log(self, message: str) -> None:
-        return None
+class NullReporter(Reporter):
+    """Report nothing: the protocol's methods do nothing."""
 
 
 @dataclass(frozen=True)

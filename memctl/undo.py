@@ -62,21 +62,20 @@ class UndoPhase:
 
     @staticmethod
     def _conflicts(conn: sa.Connection, units: list) -> list[tuple[str, str]]:
-        conflicts = []
         by_table: dict[str, list] = {}
-        for unit in units:
-            for mutation in unit.mutations:
-                by_table.setdefault(mutation.table, []).append(mutation)
+        for mutation in (mu for unit in units for mu in unit.mutations):
+            by_table.setdefault(mutation.table, []).append(mutation)
+        conflicts = []
         for table_name, mutations in by_table.items():
             rows = rows_by_id(conn, TABLE_OBJECTS[table_name], [mu.record_id for mu in mutations])
             for mutation in mutations:
-                row = rows.get(mutation.record_id)
                 if mutation.action == "flag":
                     continue  # a review flag raised again: apply skips it if the pair is flagged already
+                row = rows.get(mutation.record_id)
                 why = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
                 if why is None and row is None:
                     why = "the record no longer exists"
-                if why is None and row is not None:
+                elif why is None:
                     why = policy_refusal(mutation.action, table_name, row, mutation.values)
                 if why:
                     conflicts.append((mutation.record_id, why))

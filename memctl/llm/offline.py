@@ -13,15 +13,7 @@ from pydantic import BaseModel
 
 from memctl.llm.base import Judge, JudgeResult, Usage
 from memctl.llm.offline_merge import (
-    MAX_CONTENT_CHARS,
-    MERGE_CONFIDENCE,
-    _merge_reason,
-    _refusal,
-    choose_type,
-    merge_sentences,
-    note_sentences,
-    note_text,
-    order_notes,
+    MAX_CONTENT_CHARS, MERGE_CONFIDENCE, _merge_reason, _refusal, choose_type, merge_sentences, note_sentences, note_text, order_notes,
 )
 from memctl.llm.replies import AbsorptionReply, ConsolidatedNote, ConsolidationReply, ContradictionReply
 from memctl.records import NoteRecord
@@ -75,12 +67,8 @@ class OfflineJudge(Judge):
         if refusal:
             return _declined(refusal)
         note = ConsolidatedNote(type=choose_type(ordered), content=content, confidence=MERGE_CONFIDENCE)
-        reply = ConsolidationReply(
-            shouldConsolidate=True,
-            consolidatedNote=note,
-            sourceNoteIds=[n.id for n in notes],
-            reason=_merge_reason(len(notes), merge),
-        )
+        reason = _merge_reason(len(notes), merge)
+        reply = ConsolidationReply(shouldConsolidate=True, consolidatedNote=note, sourceNoteIds=[n.id for n in notes], reason=reason)
         return _result(reply)
 
     def contradiction(self, a: NoteRecord, b: NoteRecord) -> JudgeResult:
@@ -96,8 +84,7 @@ class OfflineJudge(Judge):
         else:
             reason = found.reason.removeprefix("conflicting values: ")
             reply = ContradictionReply(
-                isContradiction=True, contradictionType=found.kind, reason=reason, confidence=found.confidence,
-                review=not found.certain,
+                isContradiction=True, contradictionType=found.kind, reason=reason, confidence=found.confidence, review=not found.certain,
             )
         return _result(reply)
 
@@ -106,8 +93,7 @@ class OfflineJudge(Judge):
         broad = note_sentences(broader)
         narrow = [sentence for sentence in note_sentences(narrower) if sentence.words]
         if not narrow:
-            reply = AbsorptionReply(isCovered=False, reason="The narrower note states nothing.", confidence=NO_RULE_CONFIDENCE)
-            return _result(reply)
+            return _result(AbsorptionReply(isCovered=False, reason="The narrower note states nothing.", confidence=NO_RULE_CONFIDENCE))
         missing = [s for s in narrow if not any(states(kept, s) for kept in broad)]
         if missing:
             reason = f'Not covered: "{missing[0].text}" is not stated by the broader note.'

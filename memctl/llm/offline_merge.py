@@ -73,11 +73,10 @@ def _add(merge: Merge, sentence: Sentence, note: NoteRecord) -> None:
         decided = authority(kept_note, note)
         if decided is None:
             merge.undecided = found
-        elif decided.winner is note:
-            merge.kept[index] = (sentence, note)
-            merge.superseded += 1
         else:
             merge.superseded += 1
+            if decided.winner is note:
+                merge.kept[index] = (sentence, note)
         return
     contained = [i for i, (kept, _) in enumerate(merge.kept) if covers(sentence, kept)]
     if contained:

@@ -80,9 +80,7 @@ def parse_template(name: str, text: str) -> tuple[str, str]:
     markers = [i for i, line in enumerate(lines) if line.strip() in (SYSTEM_MARKER, USER_MARKER)]
     kinds = [lines[i].strip() for i in markers]
     if kinds != [SYSTEM_MARKER, USER_MARKER]:
-        raise PromptError(
-            f"prompt {name!r} must contain one {SYSTEM_MARKER!r} line followed by one {USER_MARKER!r} line"
-        )
+        raise PromptError(f"prompt {name!r} must contain one {SYSTEM_MARKER!r} line followed by one {USER_MARKER!r} line")
     s, u = markers
     system = "".join(lines[s + 1 : u]).strip()
     user = "".join(lines[u + 1 :]).strip()
@@ -107,4 +105,3 @@ def load_prompt(name: str, prompts_dir: Union[str, Path, None] = None) -> Prompt
             return Prompt(filename[:-3], system, user, hashlib.sha256(data).hexdigest(), path)
     where = ", ".join(str(d) for d in searched)
     raise PromptError(f"prompt template {filename!r} not found (searched: {where}); set MEMCTL_PROMPTS_DIR")
-

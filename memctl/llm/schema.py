@@ -14,9 +14,8 @@ from pydantic import BaseModel
 _FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
 # JSON-schema keywords kept in a strict schema: what OpenAI's structured outputs and the common
 # local servers (vLLM, llama.cpp, Ollama) all accept; pydantic checks every bound again on parsing.
-_KEPT_KEYWORDS = {
-    "type", "properties", "required", "items", "enum", "const", "anyOf", "$ref", "$defs", "minimum", "maximum",
-}
+_KEPT_KEYWORDS = {"type", "properties", "required", "items", "enum", "const", "anyOf", "$ref", "$defs", "minimum", "maximum"}
+_KIND_WORDS = {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -35,14 +34,10 @@ def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [walk(n) for n in node]
         if not isinstance(node, dict):
             return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key not in _KEPT_KEYWORDS:
-                continue
-            if key in ("properties", "$defs"):
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            else:
-                out[key] = walk(value)
+        out: dict[str, Any] = {
+            key: {name: walk(sub) for name, sub in value.items()} if key in ("properties", "$defs") else walk(value)
+            for key, value in node.items() if key in _KEPT_KEYWORDS
+        }
         if out.get("type") == "object" or "properties" in out:
             out["type"] = "object"
             out.setdefault("properties", {})
@@ -85,9 +80,7 @@ def describe_schema(node: dict[str, Any], defs: Optional[dict[str, Any]] = None)
         return "a list of " + inner
     if kind == "number" and "minimum" in node and "maximum" in node:
         return f"a number from {node['minimum']:g} to {node['maximum']:g}"
-    return {"string": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer", "null": "null"}.get(
-        str(kind), "a JSON value"
-    )
+    return _KIND_WORDS.get(str(kind), "a JSON value")
 
 
 @lru_cache(maxsize=64)

@@ -10,6 +10,7 @@ database filters coarsely (down to the shortest retention in force); the per-age
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Optional
 
@@ -31,12 +32,12 @@ STEP_NAME = "Archive Expired Items"
 SCOPE_COLUMNS = ("AgentID", "CompanyID", "UserID", "PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryScopes")
 
 
+@dataclass(frozen=True)
 class Retention:
     """Per-agent retention: days for notes and examples, and whether retention archival is on."""
 
-    def __init__(self, agents: Mapping[str, Mapping[str, Any]], settings: Settings) -> None:
-        self.agents = agents
-        self.settings = settings
+    agents: Mapping[str, Mapping[str, Any]]
+    settings: Settings
 
     def _agent(self, agent_id: Optional[str]) -> Optional[Mapping[str, Any]]:
         return None if agent_id is None else self.agents.get(str(agent_id).lower())
@@ -46,14 +47,16 @@ class Retention:
         return True if agent is None else bool(agent["AutoArchiveEnabled"])
 
     def note_days(self, agent_id: Optional[str]) -> int:
-        agent = self._agent(agent_id)
-        days = agent["NoteRetentionDays"] if agent is not None else None
-        return days if days and days > 0 else self.settings.note_retention_days
+        return self._days(agent_id, "NoteRetentionDays", self.settings.note_retention_days)
 
     def example_days(self, agent_id: Optional[str]) -> int:
+        return self._days(agent_id, "ExampleRetentionDays", self.settings.example_retention_days)
+
+    def _days(self, agent_id: Optional[str], column: str, default: int) -> int:
+        """The agent's `column` when it is set and > 0, else the setting's `default`."""
         agent = self._agent(agent_id)
-        days = agent["ExampleRetentionDays"] if agent is not None else None
-        return days if days and days > 0 else self.settings.example_retention_days
+        days = agent[column] if agent is not None else None
+        return days if days and days > 0 else default
 
 
 def last_use(row: Mapping[str, Any]) -> datetime:
@@ -105,20 +108,19 @@ class ArchivePhase:
             refusals = {t: archive_refusal(conn, t, ctx.settings.db_schema) for t in ("AIAgentNote", "AIAgentExample")}
         notes.extend(self._added(overlay, ctx))
 
-        counts = {"notesExpired": 0, "notesStale": 0, "examplesExpired": 0, "examplesStale": 0}
+        output: dict[str, Any] = {"notesExpired": 0, "notesStale": 0, "examplesExpired": 0, "examplesStale": 0}
         note_actions, example_actions = [], []
         for row in notes:
             verdict = note_verdict(row, retention, now)
             if verdict:
-                counts[verdict[0]] += 1
+                output[verdict[0]] += 1
                 note_actions.append((row, "archive", verdict[1]))
         for row in examples:
             verdict = example_verdict(row, retention, now, ctx.settings.low_score_threshold)
             if verdict:
-                counts[verdict[0]] += 1
+                output[verdict[0]] += 1
                 example_actions.append((row, "archive", verdict[1]))
 
-        output: dict[str, Any] = dict(counts)
         note_status, note_actions = within_refusal(note_actions, refusals["AIAgentNote"], output)
         example_status, example_actions = within_refusal(example_actions, refusals["AIAgentExample"], output)
         plan = PhasePlan(
@@ -128,8 +130,7 @@ class ArchivePhase:
             input={"agentsChecked": len(agents), "notesChecked": len(notes), "examplesChecked": len(examples)},
             output=output,
         )
-        total = len(note_actions) + len(example_actions)
-        if total == 0:
+        if not note_actions and not example_actions:
             plan.outcome = "no items"
             plan.message = "nothing expired or stale"
         else:
@@ -154,23 +155,20 @@ class ArchivePhase:
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:
-        rows = []
-        for note in overlay.added:
-            if note.id in overlay.removed or not revocable(note.protection_tier, note.is_auto_generated):
-                continue
-            if ctx.scope.agent_id and (note.agent_id or "").lower() != ctx.scope.agent_id.lower():
-                continue
-            rows.append(record_row(note))
-        return rows
+        wanted = ctx.scope.agent_id
+        return [
+            record_row(note) for note in overlay.added
+            if note.id not in overlay.removed and revocable(note.protection_tier, note.is_auto_generated)
+            and (not wanted or (note.agent_id or "").lower() == wanted.lower())
+        ]
 
 
 def refusal_line(entry: Mapping[str, Any]) -> str:
     """Say, in the step message, what the database refused and what memctl wrote instead."""
     table = str(entry["column"]).split(".")[0]
     what = plural(int(entry["rows"]), "example" if table == "AIAgentExample" else "note")
-    if entry["instead"] is None:
-        return f"{what} left Active: the database refuses Status 'Archived' ({entry['constraint']})"
-    return f"{what} set to {entry['instead']!r}: the database refuses Status 'Archived' ({entry['constraint']})"
+    instead = "left Active" if entry["instead"] is None else f"set to {entry['instead']!r}"
+    return f"{what} {instead}: the database refuses Status 'Archived' ({entry['constraint']})"
 
 
 def load_agents(conn: sa.Connection) -> dict[str, Mapping[str, Any]]:

@@ -11,6 +11,8 @@ beyond `prune_cap` (oldest first).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from functools import cache
 from typing import Any, Mapping, Optional
 
 import sqlalchemy as sa
@@ -38,14 +40,14 @@ PARTITION_COLUMNS = ("PrimaryScopeEntityID", "PrimaryScopeRecordID", "SecondaryS
 ENTITY = {"AgentID": "agent", "UserID": "user", "CompanyID": "company", "SourceConversationID": "conversation"}
 
 
+@dataclass(frozen=True)
 class References:
     """The referenced entities that exist, looked up once per run (FR-034)."""
 
-    def __init__(self, agents: Mapping[str, Mapping[str, Any]], users: Mapping[str, Mapping[str, Any]], companies: Mapping[str, Any], conversations: Mapping[str, Any]) -> None:
-        self.agents = agents
-        self.users = users
-        self.companies = companies
-        self.conversations = conversations
+    agents: Mapping[str, Mapping[str, Any]]
+    users: Mapping[str, Mapping[str, Any]]
+    companies: Mapping[str, Any]
+    conversations: Mapping[str, Any]
 
     def gone(self, column: str, ref_id: Optional[str]) -> Optional[str]:
         """Return why the entity a note's `column` names (lower-case ID) is gone, or None."""
@@ -91,22 +93,13 @@ def _orphan_references(
     t = m.note
     columns = ("ID", *REFERENCE_COLUMNS, *(PARTITION_COLUMNS if ctx.scope.shard is not None else ()))
     selected = [as_stored(t.c[c], conn) if isinstance(t.c[c].type, sa.Uuid) else t.c[c] for c in columns]
-    spelled: dict[Any, Optional[str]] = {None: None}
-    reader = guid_reader(conn)
-
-    def spell(value: Any) -> Optional[str]:
-        if value not in spelled:
-            spelled[value] = reader(value)
-        return spelled[value]
-
+    spell = cache(guid_reader(conn))  # few distinct references among many rows
     rows = conn.execute(sa.select(*selected).where(*where)).all()
     if overlay.removed or ctx.scope.shard is not None:
         rows = [r for r in rows if spell(r[0]) not in overlay.removed
                 and in_shard({c: spell(v) if isinstance(t.c[c].type, sa.Uuid) else v for c, v in zip(columns, r)}, ctx.scope)]
     raw = [{r[i + 1] for r in rows} for i in range(len(REFERENCE_COLUMNS))]  # each column's values as read
-    per_column = [{spell(v) for v in values} | {_key(a[c]) for a in added} for values, c in zip(raw, REFERENCE_COLUMNS)]
-    for ids in per_column:
-        ids.discard(None)
+    per_column = [({spell(v) for v in values} | {_key(a[c]) for a in added}) - {None} for values, c in zip(raw, REFERENCE_COLUMNS)]
     refs = References(
         agents=lookup_ids(conn, m.agent, per_column[0], ("ID", "Name", "Status")),  # type: ignore[arg-type]
         users=lookup_ids(conn, m.user, per_column[1], ("ID", "Name", "IsActive")),  # type: ignore[arg-type]
@@ -168,8 +161,7 @@ class PrunePhase:
             orphan_total += 1
             if len(orphans) >= ctx.settings.prune_cap:
                 continue
-            for column, _ in problems:
-                by_entity[ENTITY[column]] += 1
+            by_entity.update(ENTITY[column] for column, _ in problems)
             text = "; ".join(description for _, description in problems)
             if refusal("archive", row["ProtectionTier"], True):  # Protected: annotated instead
                 comment = f"Stale references (kept: Protected): {text}"
@@ -211,14 +203,10 @@ class PrunePhase:
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:
-        rows = []
-        for note in overlay.added:
-            if note.id in overlay.removed or not note.is_auto_generated or refusal("annotate", note.protection_tier, True):
-                continue
-            if ctx.scope.agent_id and (note.agent_id or "").lower() != ctx.scope.agent_id.lower():
-                continue
-            row = record_row(note)
-            row["Comments"] = ""
-            if any(row[c] is not None for c in REFERENCE_COLUMNS):
-                rows.append(row)
-        return rows
+        wanted = ctx.scope.agent_id
+        rows = [
+            {**record_row(note), "Comments": ""} for note in overlay.added
+            if note.id not in overlay.removed and note.is_auto_generated and not refusal("annotate", note.protection_tier, True)
+            and (not wanted or (note.agent_id or "").lower() == wanted.lower())
+        ]
+        return [row for row in rows if any(row[c] is not None for c in REFERENCE_COLUMNS)]

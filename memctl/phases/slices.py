@@ -34,7 +34,7 @@ def agent_slices(ctx: PhaseContext) -> list[PhaseContext]:
     if ctx.scope.agent_id or ctx.scope.agents is not None or limit <= 0:
         return [ctx]
     t = m.note
-    column = _stored_agent(t, ctx)
+    column = as_stored(t.c.AgentID, ctx.engine)  # as the store holds it: on SQLite its text, in whatever spelling
     query = sa.select(column.label("agent"), sa.func.count().label("notes")).where(t.c.Status == "Active").group_by(column)
     with read(ctx.engine) as conn:
         rows = conn.execute(query).all()
@@ -74,7 +74,7 @@ def agent_condition(table: sa.Table, ctx: PhaseContext) -> list[Any]:
     if agents is None:
         return []
     named = [a for a in agents if a is not None]
-    conditions = [_stored_agent(table, ctx).in_(named)] if named else []
+    conditions = [as_stored(table.c.AgentID, ctx.engine).in_(named)] if named else []
     if len(named) < len(agents):  # the notes of no agent
         conditions.append(table.c.AgentID.is_(None))
     return [sa.or_(*conditions)]
@@ -89,13 +89,8 @@ def in_slice(ctx: PhaseContext) -> Callable[[Optional[str]], bool]:
     return lambda agent_id: _agent_key(agent_id) in keys
 
 
-def _stored_agent(table: sa.Table, ctx: PhaseContext) -> Any:
-    """The AgentID column as the store holds it: on SQLite its text, in whatever spelling."""
-    return as_stored(table.c.AgentID, ctx.engine)
-
-
 def _key_of_stored(ctx: PhaseContext, stored: Any) -> Optional[str]:
-    """The agent part of a partition key for an AgentID as the store holds it (`_stored_agent`)."""
+    """The agent part of a partition key for an AgentID as the store holds it (`as_stored`)."""
     return _agent_key(guid_reader(ctx.engine)(stored))
 
 
