@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
 from itertools import chain
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from memctl.llm.questions import question_data
 from memctl.llm.replies import AbsorptionReply
 from memctl.phases.asking import Answer, Question, ask_all, reply_check, triage
 from memctl.phases.common import plural
-from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, seen, standing_unit
+from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, revoke_into, seen, standing_unit
 from memctl.phases.contradictions import pair_budget
 from memctl.phases.notes import is_new, note_guard, order_key
 from memctl.plan import Mutation, Unit
@@ -96,22 +96,31 @@ def absorption_candidates(
     live = {b: [n for n in broader[b] if n.id not in revoked and expiry(n) > now] for b in set(chain.from_iterable(by_targets))}
     ranked = sorted(chain.from_iterable(live.values()), key=order_key)
     rank = {n.id: i for i, n in enumerate(ranked)}
-    prepared: dict[PartitionKey, Side] = {}
 
+    @cache
     def side(b: PartitionKey) -> Side:
-        if b not in prepared:
-            notes = live[b]
-            prepared[b] = (
-                np.array([rank[n.id] for n in notes], dtype=np.int64),
-                vectors[b].vectors[np.array([rows[b][n.id] for n in notes], dtype=np.int64)],
-                np.array([expiry(n) for n in notes], dtype=np.float64),
-            )
-        return prepared[b]
+        notes = live[b]
+        return np.array([rank[n.id] for n in notes], dtype=np.int64), _take(vectors[b], rows[b], notes), _expiries(notes)
 
     found: list[AbsorptionCase] = []
-    jobs = _cover_jobs(index, groups, by_targets, live, side, vectors, rows, revoked, ranked)
-    for narrow, wide, job in jobs:
-        best, sims = best_of(*job)
+    for targets, keys in by_targets.items():
+        narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
+        if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
+            continue
+        models = {vectors[k].model for k in chain(keys, targets)}
+        # the whole group in one product: a row's best match does not depend on the rows beside it
+        narrow = list(chain.from_iterable(narrow_by_key.values()))
+        if len(models) == 1:
+            model = models.pop()
+            wide, sides = ranked, [side(t) for t in targets if live[t]]
+            a = np.concatenate([_take(vectors[k], rows[k], members) for k, members in narrow_by_key.items() if members])
+        else:  # the partitions disagree on the model: compare both sides in the compute embedder's
+            model = index.compute.name
+            wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
+            vector_of = index.embed([*wide, *narrow]).__getitem__
+            sides = [(np.arange(len(wide), dtype=np.int64), np.vstack([vector_of(n.id) for n in wide]), _expiries(wide))]
+            a = np.vstack([vector_of(n.id) for n in narrow])
+        best, sims = best_of(a, sides, index.thresholds(model)[0], _expiries(narrow))
         for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
             if j >= 0:
                 found.append(_absorption_case(get_judge, wide[j], note, float(sim)))
@@ -135,39 +144,13 @@ def best_of(narrow: np.ndarray, sides: Sequence[Side], threshold: float, narrow_
     return best, sims
 
 
-def _cover_jobs(
-    index: VectorIndex,
-    groups: dict[PartitionKey, list[NoteRecord]],
-    by_targets: dict[tuple[PartitionKey, ...], list[PartitionKey]],
-    live: dict[PartitionKey, list[NoteRecord]],
-    side: Callable[[PartitionKey], Side],
-    vectors: dict[PartitionKey, PartitionVectors],
-    rows: dict[PartitionKey, dict[str, int]],
-    revoked: set[str],
-    ranked: list[NoteRecord],
-) -> Iterator[tuple[list[NoteRecord], list[NoteRecord], tuple]]:
-    """Per group of user partitions with the same targets: its notes, targets by rank, `best_of` args."""
-    for targets, keys in by_targets.items():
-        narrow_by_key = {key: [n for n in groups[key] if n.id not in revoked] for key in keys}
-        if not any(live[t] for t in targets) or not any(narrow_by_key.values()):
-            continue
-        models = {vectors[k].model for k in chain(keys, targets)}
-        # the whole group in one product: a row's best match does not depend on the rows beside it
-        narrow = list(chain.from_iterable(narrow_by_key.values()))
-        if len(models) == 1:
-            model = models.pop()
-            wide, sides = ranked, [side(t) for t in targets if live[t]]
-            a = np.concatenate([
-                vectors[k].vectors[np.array([rows[k][n.id] for n in members], dtype=np.int64)] for k, members in narrow_by_key.items() if members
-            ])
-        else:  # the partitions disagree on the model: compare both sides in the compute embedder's
-            model = index.compute.name
-            wide = sorted(chain.from_iterable(live[t] for t in targets), key=order_key)
-            vector_of = index.embed([*wide, *narrow]).__getitem__
-            b, b_expiry = np.vstack([vector_of(n.id) for n in wide]), np.array([expiry(n) for n in wide])
-            sides = [(np.arange(len(wide), dtype=np.int64), b, b_expiry)]
-            a = np.vstack([vector_of(n.id) for n in narrow])
-        yield narrow, wide, (a, sides, index.thresholds(model)[0], np.array([expiry(n) for n in narrow]))
+def _take(pv: PartitionVectors, rows: dict[str, int], notes: Sequence[NoteRecord]) -> np.ndarray:
+    """Return the vectors of `notes`, in order, from `pv` (`rows`: each note's row in it)."""
+    return pv.vectors[np.array([rows[n.id] for n in notes], dtype=np.int64)]
+
+
+def _expiries(notes: Sequence[NoteRecord]) -> np.ndarray:
+    return np.array([expiry(n) for n in notes], dtype=np.float64)
 
 
 def standing_candidates(
@@ -198,11 +181,10 @@ def standing_candidates(
         if not narrow:
             continue
         threshold = index.thresholds(pv.model)[0]
-        a = pv.vectors[np.array([rows[n.id] for n in narrow], dtype=np.int64)]
+        a = _take(pv, rows, narrow)
         matched: set[str] = set()
         if stand:
-            b = pv.vectors[np.array([rows[n.id] for n in stand], dtype=np.int64)]
-            best, sims = best_cover(a, b, threshold, np.array([expiry(n) for n in narrow]), np.array([expiry(n) for n in stand]))
+            best, sims = best_cover(a, _take(pv, rows, stand), threshold, _expiries(narrow), _expiries(stand))
             for note, j, sim in zip(narrow, best.tolist(), sims.tolist(), strict=True):
                 if j >= 0:
                     found.append(_absorption_case(get_judge, stand[j], note, float(sim), standing=True))
@@ -210,7 +192,7 @@ def standing_candidates(
         pool = sorted(free, key=order_key)
         fresh = [n.id not in matched and (bool(n.consolidation_count) or (since is not None and is_new(n, since))) for n in pool]
         if any(fresh):
-            found += _later_wordings(get_judge, pool, pv.vectors[np.array([rows[n.id] for n in pool], dtype=np.int64)], fresh, matched, threshold)
+            found += _later_wordings(get_judge, pool, _take(pv, rows, pool), fresh, matched, threshold)
     return found
 
 
@@ -221,7 +203,7 @@ def _later_wordings(
 
     `pool` is in `order_key` order. A note is in at most one check, so no answer revokes a note another keeps.
     """
-    ends = np.array([expiry(n) for n in pool])
+    ends = _expiries(pool)
     locked = np.array([n.id in matched for n in pool], dtype=bool)
     found: list[AbsorptionCase] = []
     for i in reversed(range(len(pool))):
@@ -290,18 +272,10 @@ def is_approved(ctx: PhaseContext, case: AbsorptionCase, texts: dict[str, NoteTe
 def absorb_unit(case: AbsorptionCase) -> Unit:
     """Return the unit that revokes a narrower note into the broader one, which is only guarded ("check")."""
     narrower, broader = case.narrower, case.broader
-    reason = _absorb_reason(case, "broader note states every fact")
+    reason = f"Absorbed into broader note {broader.id}: {_absorb_reason(case, 'broader note states every fact')}"
     return Unit(
-        kind="absorb",
-        key=f"absorb:{narrower.id}",
-        reason=f"Absorbed into broader note {broader.id}: {reason}",
-        mutations=(
-            Mutation(
-                TABLE, narrower.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": broader.id},
-                comment=f"Absorbed into broader note {broader.id}: {reason}", guard=note_guard(narrower),
-            ),
-            Mutation(TABLE, broader.id, "check", {}, guard=note_guard(broader)),
-        ),
+        kind="absorb", key=f"absorb:{narrower.id}", reason=reason,
+        mutations=(revoke_into(narrower, broader.id, reason), Mutation(TABLE, broader.id, "check", {}, guard=note_guard(broader))),
         detail={"broader": broader.id, "similarity": round(case.similarity, 4)},
     )
 

@@ -62,13 +62,13 @@ def canonical_type(value: str) -> Optional[str]:
     return next((t for t in NOTE_TYPES if t.lower() == wanted), None)
 
 
-def strongest_tier(sources: Sequence[NoteRecord]) -> str:
-    """Return the strongest ProtectionTier of `sources`: a merge never weakens a note's protection."""
-    return max((n.protection_tier if n.protection_tier in TIERS else "Standard" for n in sources), key=TIERS.index)
-
-
 def _tier_rank(note: NoteRecord) -> int:
     return TIERS.index(note.protection_tier if note.protection_tier in TIERS else "Standard")
+
+
+def strongest_tier(sources: Sequence[NoteRecord]) -> str:
+    """Return the strongest ProtectionTier of `sources`: a merge never weakens a note's protection."""
+    return TIERS[max(_tier_rank(n) for n in sources)]
 
 
 def outlives(stay: NoteRecord, other: NoteRecord) -> bool:
@@ -122,11 +122,13 @@ def standing_unit(
             "ConsolidationCount": max(stay.consolidation_count, max(n.consolidation_count for n in others) + 1),
         }
         keep = Mutation(TABLE, stay.id, "credit", values, comment=kept, guard=note_guard(stay))
-    revokes = tuple(
-        Mutation(TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": stay.id}, comment=revoked, guard=note_guard(n))
-        for n in others
-    )
+    revokes = tuple(revoke_into(n, stay.id, revoked) for n in others)
     return Unit(kind=kind, key=key, reason=kept, mutations=(keep, *revokes), detail=detail)
+
+
+def revoke_into(note: NoteRecord, into: str, comment: str) -> Mutation:
+    """Return the mutation that revokes `note` into the note with ID `into`, guarded by `note` as read."""
+    return Mutation(TABLE, note.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": into}, comment=comment, guard=note_guard(note))
 
 
 def credited(units: Sequence[Unit]) -> dict[str, dict[str, Any]]:

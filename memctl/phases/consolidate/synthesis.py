@@ -26,18 +26,18 @@ from memctl.phases.consolidate.rules import (
     fact_date,
     inherited_importance,
     one_line,
+    revoke_into,
     short_key,
     standing_source,
     standing_unit,
     strongest_tier,
 )
-from memctl.phases.notes import note_guard
 from memctl.phases.safety import merge_loses
 from memctl.stopping import Pool
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import NoteRecord
 from memctl.temporal import find_relative
-from memctl.text.decide import NoteText, synthesis_problem
+from memctl.text.decide import synthesis_problem
 from memctl.text.evidence import Quoted, check, unfound
 from memctl.vectors import vector_index
 
@@ -46,7 +46,7 @@ NOTE_ID_NAMESPACE = uuid.UUID("5d0c3c52-1f43-4a8e-9a57-636f6e736f6c")
 
 
 def consolidation_problem(
-    question: Question, reply: ConsolidationReply, max_chars: int, records: Optional[dict[str, NoteRecord]] = None, model: bool = False
+    question: Question, reply: ConsolidationReply, max_chars: int, records: dict[str, NoteRecord], model: bool
 ) -> Optional[str]:
     """Return why a consolidation reply must not be acted on, or None when it is valid.
 
@@ -85,18 +85,14 @@ def consolidation_problem(
     relative = find_relative(content)
     if relative:
         return f"relative time words left in the note: {one_line(', '.join(relative), 120)}"
-    chosen = [n for n in question.inputs["notes"] if n["id"] in ids]
-    found = [records.get(n["id"]) for n in chosen] if records is not None else []
-    if records is not None and all(found):
-        notes = [n for n in found if n is not None]
-        sources = [analysed({}, n) for n in notes]
+    # the question shows the notes of `records`, so every chosen note is there
+    notes = [records[n["id"]] for n in question.inputs["notes"] if n["id"] in ids]
 
-        def rule(i: int, j: int) -> Optional[int]:
-            decided = authority(notes[i], notes[j])
-            return None if decided is None else (i if decided.winner is notes[i] else j)
+    def rule(i: int, j: int) -> Optional[int]:
+        decided = authority(notes[i], notes[j])
+        return None if decided is None else (i if decided.winner is notes[i] else j)
 
-        return synthesis_problem(content, sources, model=model, authority=rule)
-    return synthesis_problem(content, [NoteText(n["content"]) for n in chosen], model=model)
+    return synthesis_problem(content, [analysed({}, n) for n in notes], model=model, authority=rule)
 
 
 class ClusterQuestions:
@@ -230,12 +226,11 @@ def _judge_case(ctx: PhaseContext, case: ClusterCase, quoted: Optional[Tally] = 
 
 def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationReply, sources: list[NoteRecord]) -> Unit:
     assert reply.consolidatedNote is not None
-    by_id = {n.id: n for n in case.notes}
     ids = [n.id for n in sources]
     content = reply.consolidatedNote.content.strip()
     now = ctx.now
     new_id = str(uuid.uuid5(NOTE_ID_NAMESPACE, json.dumps([sorted(ids), content, now.isoformat()], ensure_ascii=False)))
-    scope = by_id[ids[0]]  # the stored spelling of the partition's scope
+    scope = sources[0]  # the stored spelling of the partition's scope
     accessed = [n.last_accessed_at for n in sources if n.last_accessed_at is not None]
     expiries = [n.expires_at for n in sources]
     reason = case.why
@@ -264,13 +259,7 @@ def _cluster_unit(ctx: PhaseContext, case: ClusterCase, reply: ConsolidationRepl
         "__mj_UpdatedAt": jsonable(now),
     }
     insert = Mutation(TABLE, new_id, "insert", values, comment=f"Consolidated from {len(sources)} notes: {reason}")
-    revokes = tuple(
-        Mutation(
-            TABLE, n.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": new_id},
-            comment=f"Consolidated into note {new_id}: {reason}", guard=note_guard(n),
-        )
-        for n in sources
-    )
+    revokes = tuple(revoke_into(n, new_id, f"Consolidated into note {new_id}: {reason}") for n in sources)
     key = "cluster:" + hashlib.sha256(",".join(sorted(ids)).encode()).hexdigest()[:16]
     return Unit(
         kind="cluster", key=key, reason=f"Consolidated from {len(sources)} notes: {reason}", mutations=(insert, *revokes),
