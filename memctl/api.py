@@ -11,6 +11,7 @@ the product through it, and `memctl db`, which works on the schema itself (memct
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, TextIO
@@ -72,8 +73,6 @@ def parse_agent(text: Optional[str]) -> Optional[str]:
         return None
     if not UUID_RE.match(text.strip()):
         raise UsageError(f"--agent must be an agent ID (a UUID), got {text!r}")
-    import uuid
-
     return str(uuid.UUID(text.strip()))
 
 
@@ -134,8 +133,7 @@ def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = F
     """Put back every record a run changed (a recorded run itself)."""
     engine = engine or open_store(settings)
     run_id = find_run(engine, run_id)
-    _require_finished_run(engine, run_id)
-    _require_known_actions(engine, run_id)
+    _require_undoable(engine, run_id)
     ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
     return execute(ctx, "memctl undo", [UndoPhase(run_id, force)], dry_run=dry_run, run_name=f"memctl undo {run_id}")
 
@@ -200,17 +198,14 @@ def review_resolve(
     return settle(context(settings, engine, RunOptions(dry_run=dry_run), reporter), pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run)
 
 
-def _require_finished_run(engine: Engine, run_id: str) -> None:
+def _require_undoable(engine: Engine, run_id: str) -> None:
+    """Refuse a run that is missing or still Running, or whose change log holds actions this memctl does not know."""
     with read(engine) as conn:
         status = conn.execute(sa.select(m.run.c.Status).where(m.run.c.ID == run_id)).scalar()
-    if status is None:
-        raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
-    if status == "Running":
-        raise UsageError(f"run {run_id} is still Running; undo it once it has finished")
-
-
-def _require_known_actions(engine: Engine, run_id: str) -> None:
-    with read(engine) as conn:
+        if status is None:
+            raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
+        if status == "Running":
+            raise UsageError(f"run {run_id} is still Running; undo it once it has finished")
         unknown = unknown_actions(conn, run_id)
     if unknown:
         raise UsageError(

@@ -101,32 +101,25 @@ def guarded(fn: F) -> F:
         except MemctlError as exc:
             if state.traceback:
                 err.print_exception()
-            _error(state, str(exc), exc.exit_code)
-            raise typer.Exit(exc.exit_code) from None
+            message, code = str(exc), exc.exit_code
         except stopping.RunStopped as exc:
-            _error(state, _scrub(state, str(exc)), exc.exit_code)
-            raise typer.Exit(exc.exit_code) from None
+            message, code = _scrub(state, str(exc)), exc.exit_code
         except KeyboardInterrupt:
-            _error(state, "interrupted", 130)
-            raise typer.Exit(130) from None
+            message, code = "interrupted", 130
         except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become exit 3
             if state.traceback:
                 err.print_exception()
             read_only = _read_only(state, exc)
             if read_only is not None:
-                _error(state, str(read_only), read_only.exit_code)
-                raise typer.Exit(read_only.exit_code) from None
-            message = f"unexpected error: {_scrub(state, _describe(exc))}"
-            if not state.traceback:
-                message += " (run with --traceback for details)"
-            _error(state, message, 3)
-            raise typer.Exit(3) from None
+                message, code = str(read_only), read_only.exit_code
+            else:
+                message, code = f"unexpected error: {_scrub(state, describe(exc))}", 3
+                if not state.traceback:
+                    message += " (run with --traceback for details)"
+        _error(state, message, code)
+        raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def _describe(exc: BaseException) -> str:
-    return describe(exc)
 
 
 def _read_only(state: State, exc: BaseException) -> Optional[MemctlError]:
@@ -191,15 +184,12 @@ def main_options(
 ) -> None:
     """Keep an AI agent memory store healthy."""
     global _STATE
-    _STATE = state = State()
     _out.console, _err.console = _consoles()
-    state.flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now,
-                   "llm_log": str(log_llm) if log_llm else None}
-    state.config = str(config) if config else None
-    state.traceback = traceback
     if log_format not in ("text", "json"):
         raise typer.BadParameter("must be text or json", param_hint="--log-format")
-    state.log_format = log_format
+    flags = {"db_url": db_url, "db_schema": db_schema, "llm_base_url": llm_base_url, "llm_model": llm_model, "embed_provider": embed_provider, "now": now,
+             "llm_log": str(log_llm) if log_llm else None}
+    _STATE = State(flags=flags, config=str(config) if config else None, traceback=traceback, log_format=log_format)
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -217,7 +207,7 @@ class ConsoleReporter:
     def start(self, label: str, total: Optional[int] = None) -> None:
         if self.quiet or not total:
             return
-        if err.is_terminal and self.state.log_format == "text" and total:
+        if err.is_terminal and self.state.log_format == "text":
             self._progress = Progress(console=err, transient=True)
             self._progress.start()
             self._task = self._progress.add_task(label, total=total)
@@ -247,10 +237,9 @@ def render_report(report: RunReport, as_json: bool, quiet: bool, fmt: str = "tex
     code = report.exit_code
     if as_json:
         out.print_json(json.dumps(report.to_dict(entries=True), default=str))
+    elif fmt == "markdown" and not (quiet and code == 0):
+        sys.stdout.write(markdown(from_run_report(report)))
     elif not (quiet and code == 0):
-        if fmt == "markdown":
-            sys.stdout.write(markdown(from_run_report(report)))
-            raise typer.Exit(code)
         if report.status == "dry-run":
             for phase in report.phases:
                 print_preview(out, phase)
@@ -263,10 +252,9 @@ def _shortened(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _check_format(fmt: str) -> str:
+def _check_format(fmt: str) -> None:
     if fmt not in ("text", "markdown"):
         raise typer.BadParameter("must be text or markdown", param_hint="--format")
-    return fmt
 
 
 def _render_summary(report: RunReport) -> None:

@@ -66,7 +66,6 @@ def db_current() -> None:
     out.print(f"{settings.masked_db_url}: revision {revision or '(none)'} (head {head}, {state})", markup=False)
 
 
-
 cache_app = typer.Typer(help="Clear memctl's caches (cached vectors, cached LLM verdicts).", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 
