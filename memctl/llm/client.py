@@ -408,10 +408,12 @@ class LLMClient:
 
     def _retry_after(self, response: Any) -> Optional[float]:
         headers = getattr(response, "headers", None)
+        if headers is None:
+            return None
         try:
-            if headers is not None and headers.get("retry-after-ms"):
+            if headers.get("retry-after-ms"):
                 value = float(headers["retry-after-ms"]) / 1000
-            elif headers is not None and headers.get("retry-after"):
+            elif headers.get("retry-after"):
                 raw = headers["retry-after"].strip()
                 try:
                     value = float(raw)
