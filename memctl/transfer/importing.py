@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from memctl.errors import InputError
 from memctl.store import models
 from memctl.store.engine import write
+from memctl.store.ids import chunks
 from memctl.store.live import live_table
 from memctl.transfer.kinds import KINDS, SELF_REFERENCES
 from memctl.transfer.validation import RULES, Rows, Target, read_records, read_target
@@ -27,16 +28,11 @@ INSERT_BATCH = 1000  # rows per executemany while importing
 IN_LIST_CHUNK = 1000  # IDs per IN-list (SQL Server allows ~2,100 parameters a statement)
 
 
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _present(conn: Connection, table: sa.Table, ids: Iterable[str]) -> set[str]:
     """Return which of `ids` exist in `table`."""
     wanted = sorted(set(ids))
     found: set[str] = set()
-    for chunk in _chunks(wanted, IN_LIST_CHUNK):
+    for chunk in chunks(wanted, IN_LIST_CHUNK):
         result = conn.execute(sa.select(table.c.ID).where(table.c.ID.in_(chunk)))
         found.update(str(uuid.UUID(str(value))) for value in result.scalars())
     return found
@@ -131,7 +127,7 @@ def import_records(engine: Engine, source: TextIO | str | os.PathLike[str], now:
             ordered = _check_and_order(conn, batch, target)
             for kind in INSERT_ORDER:
                 table, names = live_table(conn, KINDS[kind]), RULES[kind].names
-                for chunk in _chunks(ordered[kind], INSERT_BATCH):
+                for chunk in chunks(ordered[kind], INSERT_BATCH):
                     # one executemany per set of unmodelled columns given (an omitted one takes its default)
                     by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
                     for row, extras in chunk:
