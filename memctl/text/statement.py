@@ -175,17 +175,11 @@ def german_nouns(toks: Sequence[Token]) -> frozenset[int]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=131072)
-def analyse(text: str) -> Sentence:
-    """Read one sentence into a `Sentence` (see the module docstring)."""
-    bodied = body(text)
-    expanded = expand_contractions(_AS_OF.sub(" ", bodied))
-    toks = tokens(expanded)
-    flat = normal(ascii_digits(expanded))
+def _pieces(toks: Sequence[Token], flat: str) -> tuple[list[str], list[int], list[bool]]:
+    """Return every token's comparison pieces, the clause each stands in and whether it stands in parentheses."""
     cuts = [m.start() for m in _CLAUSE_BREAK.finditer(flat)]
     parens = [(m.start(), m.end()) for m in _PARENS.finditer(flat)]
     raw: list[str] = []
-    owner: list[Token] = []
     clause_of: list[int] = []
     paren_of: list[bool] = []
     for token in toks:
@@ -193,12 +187,15 @@ def analyse(text: str) -> Sentence:
         inside = any(start < token.start < end for start, end in parens) if parens else False
         for piece in _split(token):
             raw.append(piece)
-            owner.append(token)
             clause_of.append(clause)
             paren_of.append(inside)
-    drop = [False] * len(raw)
-    negated = [False] * len(raw)
-    lists = lexicon.read(raw)
+    return raw, clause_of, paren_of
+
+
+def _marks(size: int, lists: dict[str, list[tuple[int, int]]]) -> tuple[list[bool], list[bool]]:
+    """Return which pieces to drop (filler, a negation's later words) and which open a negation."""
+    drop = [False] * size
+    negated = [False] * size
     for start, end in lists["negation"]:
         negated[start] = True
         for i in range(start + 1, end):
@@ -207,77 +204,93 @@ def analyse(text: str) -> Sentence:
         if not any(negated[start:end]):
             for i in range(start, end):
                 drop[i] = True
+    return drop, negated
+
+
+def _sign(word: str, following: str, negated: bool) -> tuple[int, bool, bool, Optional[str]]:
+    """Read one kept piece: the pieces it takes, whether it is a negation, whether a quantifier one, its content word."""
+    if word == "there" and following in ("is", "are"):
+        return 2, False, False, None
+    if word == "no" and following == "one":
+        return 2, True, True, "someone"
+    if (word == "any" and following == "longer") or word == "anymore":
+        return (2 if word == "any" else 1), False, False, None
+    if word in _NEGATED_PRONOUNS:
+        return 1, True, True, _NEGATED_PRONOUNS[word]
+    if negated:
+        return 1, True, word == "no", None
+    return 1, False, False, "someone" if word == "somebody" else stem(word)
+
+
+def _signed_words(raw: list[str], drop: list[bool], negated: list[bool]) -> tuple[tuple[str, ...], list[int], int, int]:
+    """Return the kept pieces as content words with NOT where each negation stood, where each word stands
+    in `raw`, the number of negations and how many of them are quantifiers."""
     signed: list[str] = []
-    word_clauses: list[int] = []
-    word_parens: list[bool] = []
     word_raw: list[int] = []
     negations = existential = 0
     i = 0
     while i < len(raw):
-        word, following = raw[i], raw[i + 1] if i + 1 < len(raw) else ""
         if drop[i]:
             i += 1
             continue
-        step = 1
-        content: Optional[str] = None
-        if word == "there" and following in ("is", "are"):
-            step = 2
-        elif word == "no" and following == "one":
-            negations, existential, step = negations + 1, existential + 1, 2
-            signed.append(NOT)
-            content = "someone"
-        elif (word == "any" and following == "longer") or word == "anymore":
-            step = 2 if word == "any" else 1
-        elif word in _NEGATED_PRONOUNS:
-            negations, existential = negations + 1, existential + 1
-            signed.append(NOT)
-            content = _NEGATED_PRONOUNS[word]
-        elif negated[i]:
+        following = raw[i + 1] if i + 1 < len(raw) else ""
+        step, negation, quantifier, content = _sign(raw[i], following, negated[i])
+        if negation:
             negations += 1
-            existential += word == "no"
+            existential += quantifier
             signed.append(NOT)
-        else:
-            content = "someone" if word == "somebody" else stem(word)
         if content is not None:
             signed.append(content)
-            word_clauses.append(clause_of[i])
-            word_parens.append(paren_of[i])
             word_raw.append(i)
         i += step
-    hard_seq = tuple(t.norm for t in toks if t.hard or (t.kind == WORD and t.norm in lexicon.MONTHS))
-    hard = frozenset(hard_seq)
-    words = tuple(w for w in signed if w != NOT)
-    first = next((t for t in toks if t.kind in (WORD, CHAR)), None)
-    nouns = german_nouns(toks)
-    names = frozenset(stem(t.norm.replace("'", "")) for i, t in enumerate(toks) if t.capital and t is not first and i not in nouns)
-    capitals = frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital)
-    opener = None
+    return tuple(signed), word_raw, negations, existential
+
+
+def _opener(first: Optional[Token], bodied: str) -> Optional[str]:
+    """Return the name a sentence opens with, stemmed: a capitalised possessive ("Anna's"), else its capitalised first word."""
+    possessive = _POSSESSIVE_OPENER.match(bodied)
+    if possessive and possessive.group(1)[0].isupper():
+        return stem(possessive.group(1).casefold())
     if first is not None and first.capital:
         bare = _split(first)[-1]  # "L'abonné" opens with "abonné"
         if bare not in lexicon.OPENER_WORDS:
-            opener = stem(bare)
-    possessive = _POSSESSIVE_OPENER.match(bodied)
-    if possessive and possessive.group(1)[0].isupper():
-        opener = stem(possessive.group(1).casefold())
+            return stem(bare)
+    return None
+
+
+@lru_cache(maxsize=131072)
+def analyse(text: str) -> Sentence:
+    """Read one sentence into a `Sentence` (see the module docstring)."""
+    bodied = body(text)
+    expanded = expand_contractions(_AS_OF.sub(" ", bodied))
+    toks = tokens(expanded)
+    raw, clause_of, paren_of = _pieces(toks, normal(ascii_digits(expanded)))
+    lists = lexicon.read(raw)
+    drop, negated = _marks(len(raw), lists)
+    signed, word_raw, negations, existential = _signed_words(raw, drop, negated)
+    hard_seq = tuple(t.norm for t in toks if t.hard or (t.kind == WORD and t.norm in lexicon.MONTHS))
+    words = tuple(w for w in signed if w != NOT)
+    first = next((t for t in toks if t.kind in (WORD, CHAR)), None)
+    nouns = german_nouns(toks)
     return Sentence(
         text=text,
         words=words,
-        signed=tuple(signed),
+        signed=signed,
         negations=negations,
         existential=0 < negations == existential,
-        hard=hard,
+        hard=frozenset(hard_seq),
         hard_seq=hard_seq,
-        names=names,
-        opener=opener,
-        capitals=capitals,
+        names=frozenset(stem(t.norm.replace("'", "")) for i, t in enumerate(toks) if t.capital and t is not first and i not in nouns),
+        opener=_opener(first, bodied),
+        capitals=frozenset(stem(t.norm.replace("'", "")) for t in toks if t.capital),
         single=bool(lists["single"]),
         multi=bool(lists["multi"]),
         hedged=bool(lists["hedge"]),
         raw=tuple(raw),
         spaceless=bool(words) and all(t.kind == CHAR for t in toks if t.kind in (WORD, CHAR)),
         caseless=is_caseless(expanded) and not any(t.capital for t in toks),
-        word_clauses=tuple(word_clauses),
-        word_parens=tuple(word_parens),
+        word_clauses=tuple(clause_of[i] for i in word_raw),
+        word_parens=tuple(paren_of[i] for i in word_raw),
         word_raw=tuple(word_raw),
     )
 
