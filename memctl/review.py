@@ -75,10 +75,6 @@ class ReviewItem:
     resolved_at: Optional[datetime] = None
     kept_note_id: Optional[str] = None
 
-    @property
-    def notes(self) -> tuple[Optional[ReviewNote], Optional[ReviewNote]]:
-        return self.note_a, self.note_b
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -194,18 +190,28 @@ def settlement_plan(engine: Engine, item: ReviewItem, keep: Optional[str], dismi
     review_guard = guard_of("memctl_review", review_row)
     stamp = jsonable(now)
     if dismiss:
-        comment = f"Dismissed by an operator: notes {item.note_a_id} and {item.note_b_id} are both kept"
-        dismissal = Mutation("memctl_review", item.id, "review", {"Status": "Dismissed", "ResolvedAt": stamp}, comment, review_guard)
-        return PhasePlan(
-            phase="review",
-            step_name=STEP_NAME,
-            units=[Unit(kind="review", key=f"review:{item.id}", reason=comment, mutations=(dismissal,))],
-            input={"pair": item.id, "decision": "dismiss"},
-            output={"pairsDismissed": 1, "notesRevoked": 0},
-            message=f"pair {item.id}: dismissed, both notes kept",
-        )
+        return _dismissal_plan(item, review_guard, stamp)
+    kept, other = _kept_and_revoked(item, keep or "")
+    return _resolution_plan(item, kept, other, note_rows, review_guard, stamp)
 
-    kept = _pick_note(item, keep or "")
+
+def _dismissal_plan(item: ReviewItem, review_guard: dict[str, Any], stamp: Any) -> PhasePlan:
+    """Return the plan that dismisses the flag and keeps both notes."""
+    comment = f"Dismissed by an operator: notes {item.note_a_id} and {item.note_b_id} are both kept"
+    dismissal = Mutation("memctl_review", item.id, "review", {"Status": "Dismissed", "ResolvedAt": stamp}, comment, review_guard)
+    return PhasePlan(
+        phase="review",
+        step_name=STEP_NAME,
+        units=[Unit(kind="review", key=f"review:{item.id}", reason=comment, mutations=(dismissal,))],
+        input={"pair": item.id, "decision": "dismiss"},
+        output={"pairsDismissed": 1, "notesRevoked": 0},
+        message=f"pair {item.id}: dismissed, both notes kept",
+    )
+
+
+def _kept_and_revoked(item: ReviewItem, keep: str) -> tuple[ReviewNote, ReviewNote]:
+    """Return the note `--keep` names and the pair's other note, both Active; UsageError when the other cannot be revoked."""
+    kept = _pick_note(item, keep)
     other_id = item.note_b_id if kept.id == item.note_a_id else item.note_a_id
     other = item.note_b if kept.id == item.note_a_id else item.note_a
     if kept.status != "Active":
@@ -217,6 +223,13 @@ def settlement_plan(engine: Engine, item: ReviewItem, keep: Optional[str], dismi
         raise UsageError(f"note {other_id} {state}: there is nothing to revoke; dismiss the pair instead (--dismiss)")
     if refusal("resolve", other.protection_tier, other.is_auto_generated):  # Immutable: never changed
         raise UsageError(f"note {other.id} is Immutable and memctl never changes it: keep it instead, or --dismiss")
+    return kept, other
+
+
+def _resolution_plan(
+    item: ReviewItem, kept: ReviewNote, other: ReviewNote, note_rows: dict[str, Mapping[str, Any]], review_guard: dict[str, Any], stamp: Any
+) -> PhasePlan:
+    """Return the plan that revokes `other` into `kept` and marks the pair Resolved."""
     comment = f"Contradicted by note {kept.id}: resolved by an operator (review {item.id}): {item.reason}"
     mutations = (
         Mutation("AIAgentNote", other.id, "resolve", {"Status": "Revoked", "ConsolidatedIntoNoteID": kept.id}, comment,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import sqlalchemy as sa
 
@@ -19,7 +19,7 @@ from memctl.similarity import partition_key
 from memctl.store import models as m
 from memctl.store.ids import by_id_status, chunks, id_in, readable, sqlite_guid
 from memctl.store.engine import read
-from memctl.vectors import stored_vectors
+from memctl.vectors import Feed, stored_vectors
 
 #: above this many notes, read vectors by one scan of the Active notes instead of by ID
 SCAN_ABOVE = 5000
@@ -61,6 +61,19 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     conditions = [status == "Active", *where, *agent_filter(t, ctx.scope, ctx.engine), *agent_condition(t, ctx)]
     columns, fast = readable([t.c[c] for c in wanted], ctx.engine)
     query = sa.select(*columns).where(*conditions)
+    notes, twins = _read_notes(ctx, overlay, query, wanted, fast)
+    if twins:
+        ctx.reporter.log(f"{twins} note row(s) repeat the ID of another row in another spelling (case or dashes): each ID is handled once")
+    negative = sum(1 for n in notes if n.stored_access_count is not None)
+    if negative:
+        ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
+    notes = _with_overlay(ctx, overlay, notes)
+    notes.sort(key=order_key)
+    return notes
+
+
+def _read_notes(ctx: PhaseContext, overlay: Overlay, query: sa.Select, wanted: list[str], fast: list[str]) -> tuple[list[NoteRecord], int]:
+    """Return the records of the rows taken (each ID once, in row order) and how many rows repeated an ID."""
     with_vector = "EmbeddingVector" in wanted
     store = stored_vectors(ctx)
     trusted = store.trusted
@@ -70,32 +83,16 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
     # dashes are one record: the row in SQLAlchemy's spelling (32 lowercase hex) if any, as rows_by_id finds it.
     seen: dict[str, int] = {}
     twins = 0
-    shared = [c for c in SHARED_VALUES if c in wanted]
-    one: dict[Any, Any] = {}  # a value -> the one object of it this load keeps
     with store.feed() as feed:
         with read(ctx.engine) as conn:
-            for row in conn.execute(query.execution_options(yield_per=5000)):
-                # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
-                values = dict(zip(wanted, row))
-                stored_id = values["ID"]
-                for column in fast:
-                    values[column] = sqlite_guid(values[column])
-                for column in shared:
-                    value = values[column]
-                    if value is not None:
-                        values[column] = one.setdefault(value, value)
-                note_id = str(values["ID"]).lower()
+            rows = conn.execute(query.execution_options(yield_per=5000))
+            for note_id, stored_id, values in _row_values(rows, wanted, fast):
                 if note_id in seen:
                     twins += 1
                     place = seen[note_id]
                     if place >= 0 and fast and stored_id == note_id.replace("-", ""):
                         notes[place] = note_record(values, with_vector=False)
-                        text = _trusted_text(values, trusted) if with_vector else None
-                        if text is None:
-                            dropped.add(note_id)
-                        else:
-                            dropped.discard(note_id)
-                            feed.add(note_id, text, again=True)  # this row's text, whatever was fed before
+                        _feed_again(feed, dropped, note_id, _trusted_text(values, trusted) if with_vector else None)
                     continue
                 if note_id in overlay.removed or not in_shard(values, ctx.scope):
                     seen[note_id] = -1
@@ -107,11 +104,37 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
                 if text is not None:
                     feed.add(note_id, text)
     store.forget(dropped)
-    if twins:
-        ctx.reporter.log(f"{twins} note row(s) repeat the ID of another row in another spelling (case or dashes): each ID is handled once")
-    negative = sum(1 for n in notes if n.stored_access_count is not None)
-    if negative:
-        ctx.reporter.log(f"{negative} note(s) have a negative AccessCount (written by another application): counted as 0, left as stored")
+    return notes, twins
+
+
+def _row_values(rows: Iterable[Any], wanted: list[str], fast: list[str]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """Yield each row's note ID (lowercase), its ID as stored, and its values by column name."""
+    shared = [c for c in SHARED_VALUES if c in wanted]
+    one: dict[Any, Any] = {}  # a value -> the one object of it this load keeps
+    for row in rows:
+        # a plain dict: RowMapping.get is a Python-level call per column, dict.get is not
+        values = dict(zip(wanted, row))
+        stored_id = values["ID"]
+        for column in fast:
+            values[column] = sqlite_guid(values[column])
+        for column in shared:
+            value = values[column]
+            if value is not None:
+                values[column] = one.setdefault(value, value)
+        yield str(values["ID"]).lower(), stored_id, values
+
+
+def _feed_again(feed: Feed, dropped: set[str], note_id: str, text: Optional[str]) -> None:
+    """Feed the text of the row now kept for `note_id`, or mark its vector dropped when it has none."""
+    if text is None:
+        dropped.add(note_id)
+    else:
+        dropped.discard(note_id)
+        feed.add(note_id, text, again=True)  # this row's text, whatever was fed before
+
+
+def _with_overlay(ctx: PhaseContext, overlay: Overlay, notes: list[NoteRecord]) -> list[NoteRecord]:
+    """Return `notes` with the overlay's changes applied and its additions in this load's scope appended."""
     if overlay.changed:
         notes = [note_record(as_planned(record_row(n), overlay.changed)) if n.id in overlay.changed else n for n in notes]
     holds = in_slice(ctx)
@@ -120,7 +143,6 @@ def load_notes(ctx: PhaseContext, overlay: Overlay, *where: Any, vectors: bool =
             not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()
         ):
             notes.append(added)
-    notes.sort(key=order_key)
     return notes
 
 
