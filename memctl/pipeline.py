@@ -153,7 +153,7 @@ def simulate(plan: PhasePlan, overlay: Overlay) -> None:
                 overlay.changed.setdefault(mutation.record_id.lower(), {}).update(mutation.values)
 
 
-def record_applied(plan: PhasePlan, outcomes: Sequence[UnitOutcome], overlay: Overlay) -> None:
+def record_applied(outcomes: Sequence[UnitOutcome], overlay: Overlay) -> None:
     """Remember which notes this run created (contradictions skip pairs of them)."""
     for outcome in outcomes:
         for mutation in outcome.applied:
@@ -366,80 +366,114 @@ def _summary(report: RunReport, failed: list[str]) -> str:
 LLM_FIGURES = ("llmCalls", "promptTokens", "completionTokens", "tokens")
 
 
-def _run_phase(
-    ctx: PhaseContext,
-    phase: Phase,
-    overlay: Overlay,
-    recorder: Recorder,
-    lease: Optional[leases.Lease],
-    plan: Plan,
-    dry_run: bool,
-) -> PhaseReport:
+@dataclass
+class _PhaseRun:
+    """One phase under way: what a stop or a failure needs to close its step."""
+
+    report: PhaseReport
+    step_id: Optional[str]
+    started: float
+    phase_plan: Optional[PhasePlan] = None
+    #: filled as units apply, so a stop still knows what stays applied
+    applied: list[UnitOutcome] = field(default_factory=list)
+    children_recorded: bool = False
+
+
+def _run_phase(ctx: PhaseContext, phase: Phase, overlay: Overlay, recorder: Recorder, lease: Optional[leases.Lease], plan: Plan, dry_run: bool) -> PhaseReport:
+    """Plan one phase, then apply it (in a dry-run, fold it into the overlay), and close its step."""
     started = time.monotonic()
     report = PhaseReport(phase.name, phase.step_name, "planned")
-    step_id = recorder.start_step(phase.step_name, "Decision")
-    phase_plan: Optional[PhasePlan] = None
-    applied: list[UnitOutcome] = []  # filled as units apply, so a stop still knows what stays applied
-    children_recorded = False
+    run = _PhaseRun(report, recorder.start_step(phase.step_name, "Decision"), started)
     try:
-        phase_plan = phase.plan(ctx, overlay)
-        preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
-        plan.phases.append(phase_plan)
-        report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message
-        for key in LLM_FIGURES:  # every phase reports what it asked of an LLM, 0 for those that never ask
-            report.output.setdefault(key, 0)
-        report.rows = phase_plan.rows()
-        if phase_plan.outcome == "failed":
-            raise PhaseError(phase_plan.error or phase_plan.message or "planning failed")
+        phase_plan = _plan_phase(ctx, phase, overlay, plan, run, dry_run)
         if dry_run:
             simulate(phase_plan, overlay)
             report.outcome = phase_plan.outcome
             report.entries = preview.entries(phase_plan)
         else:
-            _apply(ctx, phase_plan, recorder, step_id, lease, applied)
-            record_applied(phase_plan, applied, overlay)
-            _count_applied(report, applied)
-            if phase_plan.all_or_nothing and report.skipped:
-                raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
-            report.entries = preview.entries(phase_plan, report.skipped)
-            report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
-            children_recorded = True  # before the write: a stop inside it must not record them again
-            _record_children(recorder, phase_plan, applied, step_id)
-        report.seconds = time.monotonic() - started
-        output = {**report.output, "outcome": report.outcome, "applied": report.applied, "skippedChanged": len(report.skipped), "seconds": round(report.seconds, 3)}
-        if report.skipped:
-            output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
-        _finish(recorder, step_id, report.input, output, success=True)
+            _apply_phase(ctx, phase_plan, recorder, lease, overlay, run)
+        _finish_phase(recorder, run)
     except (RunStopped, KeyboardInterrupt) as stop:
-        # Close this phase's step with the reason and hand its report to the pipeline, which closes the run.
-        report.outcome, report.error = "failed", scrub(str(stop) or "interrupted (KeyboardInterrupt)", ctx.settings)
-        report.seconds = time.monotonic() - started
-        if isinstance(stop, RunStopped):
-            stop.phase_report = report
-        if applied:
-            _count_applied(report, applied)  # the units applied before the stop stay applied
-        with stopping.closing():
-            try:
-                if applied and phase_plan is not None and not children_recorded:
-                    _record_children(recorder, phase_plan, applied, step_id, only_applied=True)
-            except Exception:  # noqa: BLE001 - the change log still holds every applied change
-                pass
-            try:
-                _finish(recorder, step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)
-            except Exception:  # noqa: BLE001 - the run row still says why
-                pass
+        _phase_stopped(ctx, recorder, run, stop)
         raise
     except Exception as exc:  # noqa: BLE001 - FR-004: a failing phase must not stop the next one
-        report.outcome = "failed"
-        report.error = scrub(describe(exc) if not isinstance(exc, MemctlError) else str(exc), ctx.settings)
-        report.seconds = time.monotonic() - started
-        detail = scrub(describe(exc), ctx.settings)
-        ctx.reporter.log(f"{phase.name} failed: {report.error}")
-        try:
-            _finish(recorder, step_id, report.input, {**report.output, "outcome": "failed", "applied": report.applied}, success=False, error=detail)
-        except Exception:  # noqa: BLE001 - the database may be what failed; the run row says the rest
-            pass
+        _phase_failed(ctx, phase, recorder, run, exc)
     return report
+
+
+def _plan_phase(ctx: PhaseContext, phase: Phase, overlay: Overlay, plan: Plan, run: _PhaseRun, dry_run: bool) -> PhasePlan:
+    """Plan the phase into `plan` and its report; a failed plan raises PhaseError."""
+    report = run.report
+    run.phase_plan = phase.plan(ctx, overlay)
+    phase_plan = run.phase_plan
+    preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
+    plan.phases.append(phase_plan)
+    report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message
+    for key in LLM_FIGURES:  # every phase reports what it asked of an LLM, 0 for those that never ask
+        report.output.setdefault(key, 0)
+    report.rows = phase_plan.rows()
+    if phase_plan.outcome == "failed":
+        raise PhaseError(phase_plan.error or phase_plan.message or "planning failed")
+    return phase_plan
+
+
+def _apply_phase(ctx: PhaseContext, phase_plan: PhasePlan, recorder: Recorder, lease: Optional[leases.Lease], overlay: Overlay, run: _PhaseRun) -> None:
+    """Apply the phase's units, count them into its report and record its child steps."""
+    report, applied = run.report, run.applied
+    _apply(ctx, phase_plan, recorder, run.step_id, lease, applied)
+    record_applied(applied, overlay)
+    _count_applied(report, applied)
+    if phase_plan.all_or_nothing and report.skipped:
+        raise PhaseError(f"nothing applied: {len(report.skipped)} record(s) in the way: " + "; ".join(f"{r}: {why}" for r, why in report.skipped[:100]))
+    report.entries = preview.entries(phase_plan, report.skipped)
+    report.outcome = phase_plan.outcome if phase_plan.outcome != "planned" else "done"
+    run.children_recorded = True  # before the write: a stop inside it must not record them again
+    _record_children(recorder, phase_plan, applied, run.step_id)
+
+
+def _finish_phase(recorder: Recorder, run: _PhaseRun) -> None:
+    """Close the phase's step as succeeded, with what it did and skipped."""
+    report = run.report
+    report.seconds = time.monotonic() - run.started
+    output = {**report.output, "outcome": report.outcome, "applied": report.applied, "skippedChanged": len(report.skipped), "seconds": round(report.seconds, 3)}
+    if report.skipped:
+        output["skippedRecords"] = [{"record": r, "reason": why} for r, why in report.skipped[:100]]
+    _finish(recorder, run.step_id, report.input, output, success=True)
+
+
+def _phase_stopped(ctx: PhaseContext, recorder: Recorder, run: _PhaseRun, stop: BaseException) -> None:
+    """Close the phase's step with the stop's reason and hand its report to the pipeline, which closes the run."""
+    report, applied = run.report, run.applied
+    report.outcome, report.error = "failed", scrub(str(stop) or "interrupted (KeyboardInterrupt)", ctx.settings)
+    report.seconds = time.monotonic() - run.started
+    if isinstance(stop, RunStopped):
+        stop.phase_report = report
+    if applied:
+        _count_applied(report, applied)  # the units applied before the stop stay applied
+    with stopping.closing():
+        try:
+            if applied and run.phase_plan is not None and not run.children_recorded:
+                _record_children(recorder, run.phase_plan, applied, run.step_id, only_applied=True)
+        except Exception:  # noqa: BLE001 - the change log still holds every applied change
+            pass
+        try:
+            _finish(recorder, run.step_id, report.input, {**report.output, "outcome": "stopped", "applied": report.applied}, success=False, error=report.error)
+        except Exception:  # noqa: BLE001 - the run row still says why
+            pass
+
+
+def _phase_failed(ctx: PhaseContext, phase: Phase, recorder: Recorder, run: _PhaseRun, exc: Exception) -> None:
+    """Record the phase as failed (its step Failed, the error logged); the next phase still runs."""
+    report = run.report
+    report.outcome = "failed"
+    report.error = scrub(describe(exc) if not isinstance(exc, MemctlError) else str(exc), ctx.settings)
+    report.seconds = time.monotonic() - run.started
+    detail = scrub(describe(exc), ctx.settings)
+    ctx.reporter.log(f"{phase.name} failed: {report.error}")
+    try:
+        _finish(recorder, run.step_id, report.input, {**report.output, "outcome": "failed", "applied": report.applied}, success=False, error=detail)
+    except Exception:  # noqa: BLE001 - the database may be what failed; the run row says the rest
+        pass
 
 
 def _finish(recorder: Recorder, step_id: Optional[str], input_data: dict, output: dict, *, success: bool, error: Optional[str] = None) -> None:

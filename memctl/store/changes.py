@@ -369,70 +369,90 @@ def _decide(conn: Connection, ctx: ApplyContext, unit: Unit, read: _Read) -> tup
     outcome = UnitOutcome(unit.key, unit.kind)
     writes = _Writes()
     tag = comment_tag(ctx.run_id, ctx.now)
-    sqlite = conn.dialect.name == "sqlite"
     order = {"insert": 0, "flag": 1}
     for mutation in sorted(unit.mutations, key=lambda mu: order.get(mu.action, 2)):
         if mutation.action == "insert":
-            values = to_db_values(m.note, mutation.values)
-            if _guid(values["ID"]) in read.existing_notes:
-                outcome.skipped.append((mutation.record_id, "a note with this ID exists already (was the plan applied before?)"))
-                continue
-            if mutation.comment:
-                values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
-            table, values = created_note(conn, values, ctx.run_id)
-            read.existing_notes.add(_guid(values["ID"]))
-            writes.notes.append((table, values))
-            outcome.applied.append(mutation)
-            writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
-            continue
-        if mutation.action == "flag":
-            a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))
-            existing = read.reviewed.get((a, b))
-            if existing is not None:
-                outcome.skipped.append((mutation.record_id, f"the pair is already under review (Status {existing})"))
-                continue
-            row = {"ID": mutation.record_id, "NoteAID": a, "NoteBID": b, "Reason": mutation.values.get("Reason"),
-                   "Status": "Open", "RunID": ctx.run_id, "CreatedAt": ctx.now}
-            read.reviewed[(a, b)] = "Open"
-            writes.flags.append(row)
-            outcome.applied.append(mutation)
-            writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(row)))
-            continue
-        table_name = mutation.table
-        table = TABLE_OBJECTS[table_name]
-        rows = read.rows.get(table_name, {})
-        row = rows.get(mutation.record_id.lower())
-        reason = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
-        if reason is None:
-            reason = "the record no longer exists" if row is None else policy_refusal(mutation.action, table_name, row, mutation.values)
+            reason = _decide_insert(conn, ctx, unit, mutation, tag, read, writes)
+        elif mutation.action == "flag":
+            reason = _decide_flag(ctx, unit, mutation, read, writes)
+        else:
+            reason = _decide_change(conn, ctx, unit, mutation, tag, read, writes)
         if reason is not None:
             outcome.skipped.append((mutation.record_id, reason))
-            continue
-        assert row is not None
-        if mutation.action == "check":
-            continue  # a guard only
-        if mutation.action == "unflag":
-            writes.deletes.append((table, _stored_id(row)))
-            writes.changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
+        elif mutation.action != "check":  # a check is a guard only
             outcome.applied.append(mutation)
-            continue
-        new = to_db_values(table, mutation.values)
-        if mutation.comment and "Comments" in table.c:
-            new["Comments"] = append_comment(row["Comments"], f"{tag} {mutation.comment}")
-        if "__mj_UpdatedAt" in table.c:
-            new.setdefault("__mj_UpdatedAt", ctx.now)
-        keys = tuple(sorted(new))
-        written = _sqlite_ids(table, new, _unit_rows(unit, rows)) if sqlite else new
-        writes.updates[(table, keys)].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
-        before = {c: jsonable(row[c]) for c in logged_columns(table_name, new) if c in table.c}
-        after = dict(before)
-        after.update(jsonable({k: v for k, v in new.items() if k in before}))
-        into = new.get("ConsolidatedIntoNoteID")
-        if into is not None and (scope := _into_scope(unit, rows, str(into))) is not None:
-            after[INTO_SCOPE] = scope
-        writes.changes.append(_change_row(ctx, unit, mutation, before, after))
-        outcome.applied.append(mutation)
     return outcome, writes
+
+
+def _decide_insert(conn: Connection, ctx: ApplyContext, unit: Unit, mutation: Mutation, tag: str, read: _Read, writes: _Writes) -> Optional[str]:
+    """Queue a created note and its change row; return why it is skipped instead, or None."""
+    values = to_db_values(m.note, mutation.values)
+    if _guid(values["ID"]) in read.existing_notes:
+        return "a note with this ID exists already (was the plan applied before?)"
+    if mutation.comment:
+        values["Comments"] = append_comment(values.get("Comments"), f"{tag} {mutation.comment}")
+    table, values = created_note(conn, values, ctx.run_id)
+    read.existing_notes.add(_guid(values["ID"]))
+    writes.notes.append((table, values))
+    writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(loggable(values))))
+    return None
+
+
+def _decide_flag(ctx: ApplyContext, unit: Unit, mutation: Mutation, read: _Read, writes: _Writes) -> Optional[str]:
+    """Queue the review row of a flagged pair and its change row; return why it is skipped instead, or None."""
+    a, b = (str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID"))
+    existing = read.reviewed.get((a, b))
+    if existing is not None:
+        return f"the pair is already under review (Status {existing})"
+    row = {"ID": mutation.record_id, "NoteAID": a, "NoteBID": b, "Reason": mutation.values.get("Reason"),
+           "Status": "Open", "RunID": ctx.run_id, "CreatedAt": ctx.now}
+    read.reviewed[(a, b)] = "Open"
+    writes.flags.append(row)
+    writes.changes.append(_change_row(ctx, unit, mutation, None, jsonable(row)))
+    return None
+
+
+def _decide_change(conn: Connection, ctx: ApplyContext, unit: Unit, mutation: Mutation, tag: str, read: _Read, writes: _Writes) -> Optional[str]:
+    """Check a mutation of a stored row against its guard and the protection rules, then queue its writes;
+    return why it is skipped instead, or None."""
+    table_name = mutation.table
+    table = TABLE_OBJECTS[table_name]
+    rows = read.rows.get(table_name, {})
+    row = rows.get(mutation.record_id.lower())
+    reason = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
+    if reason is None:
+        reason = "the record no longer exists" if row is None else policy_refusal(mutation.action, table_name, row, mutation.values)
+    if reason is not None:
+        return reason
+    assert row is not None
+    if mutation.action == "unflag":
+        writes.deletes.append((table, _stored_id(row)))
+        writes.changes.append(_change_row(ctx, unit, mutation, jsonable(_row_state(row)), None))
+    elif mutation.action != "check":
+        _queue_update(conn, ctx, unit, mutation, tag, table, row, rows, writes)
+    return None
+
+
+def _queue_update(
+    conn: Connection, ctx: ApplyContext, unit: Unit, mutation: Mutation, tag: str, table: sa.Table, row: Mapping[str, Any],
+    rows: Mapping[str, Mapping[str, Any]], writes: _Writes,
+) -> None:
+    """Queue the update of `row` and its change row, whose Before and After hold the logged columns."""
+    new = to_db_values(table, mutation.values)
+    if mutation.comment and "Comments" in table.c:
+        new["Comments"] = append_comment(row["Comments"], f"{tag} {mutation.comment}")
+    if "__mj_UpdatedAt" in table.c:
+        new.setdefault("__mj_UpdatedAt", ctx.now)
+    keys = tuple(sorted(new))
+    written = _sqlite_ids(table, new, _unit_rows(unit, rows)) if conn.dialect.name == "sqlite" else new
+    writes.updates[(table, keys)].append({"b_id": _stored_id(row), **{f"b_{k}": v for k, v in written.items()}})
+    before = {c: jsonable(row[c]) for c in logged_columns(mutation.table, new) if c in table.c}
+    after = dict(before)
+    after.update(jsonable({k: v for k, v in new.items() if k in before}))
+    into = new.get("ConsolidatedIntoNoteID")
+    if into is not None and (scope := _into_scope(unit, rows, str(into))) is not None:
+        after[INTO_SCOPE] = scope
+    writes.changes.append(_change_row(ctx, unit, mutation, before, after))
 
 
 #: a revoke's After keeps the scope of the note it was revoked into, so `memctl verify` can tell
@@ -557,7 +577,3 @@ def undo_units(conn: Connection, run_id: str, force: bool = False) -> list[Unit]
 
 class UnknownActionError(ValueError):
     """The change log holds an action this version of memctl cannot reverse."""
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
