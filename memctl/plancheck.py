@@ -243,68 +243,83 @@ def _credit_problem(values: Mapping[str, Any], own: Mapping[str, Any], guards: l
 
 def _unit_problem(unit: Unit, mutation: Mutation, phase: str = "", planned_at: Optional[datetime] = None) -> Optional[str]:
     """Check a mutation against the rest of its unit: scopes, sources, the notes a flag names."""
-    by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
     if mutation.action == "insert":
-        sources = _revoked_into(unit, mutation)
-        if not sources:
-            return "no note of the unit is consolidated into the inserted note"
-        scope = _scope(mutation.values)
-        for source in sources:
-            if _scope(source.guard or {}) != scope:
-                return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(_scope(source.guard or {}))}"
-        try:
-            why = _inherited_problem(mutation.values, [source.guard or {} for source in sources], planned_at)
-        except (TypeError, ValueError, OverflowError):
-            why = "a date or count in it or its sources' guards is not of its type"
-        if why is not None:
-            return why
-        derived = mutation.values.get("DerivedFromNoteIDs")
-        if derived is not None:
-            try:
-                listed = {str(i).lower() for i in json.loads(derived)}
-            except (TypeError, ValueError):
-                return "DerivedFromNoteIDs is not a JSON list"
-            if listed != {s.record_id.lower() for s in sources}:
-                return "DerivedFromNoteIDs does not list exactly the notes consolidated into it"
-        return None
+        return _insert_unit_problem(unit, mutation, planned_at)
     if mutation.action == "revoke":
-        target_id = str(mutation.values["ConsolidatedIntoNoteID"]).lower()
-        target = by_id.get(target_id)
-        if target is None or target.action not in ("insert", "check", "credit", "annotate") or target_id == mutation.record_id.lower():
-            return "the note it is revoked into is not guarded by the same unit"
-        source_scope = _scope(mutation.guard or {})
-        if target.action == "insert":
-            return None  # the insert's own check compares the scopes
-        if (target.guard or {}).get("Status") != "Active":
-            return f"the note it is revoked into ({target_id}) is not Active"
-        target_scope = _scope(target.guard or {})
-        if phase == "contradictions" and target_scope != source_scope:
-            return f"a contradiction's loser is revoked only in favour of a note of its own scope, not {_render(target_scope)}"
-        if target.action in ("credit", "annotate") and target_scope != source_scope:
-            return (
-                f"a note is absorbed by a standing note of its own scope only, not {_render(target_scope)} "
-                f"(its scope is {_render(source_scope)})"
-            )
-        if target_scope != source_scope and target_scope not in broader_keys(source_scope):  # type: ignore[arg-type]
-            return (
-                f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "
-                f"{_render(source_scope)} nor a broader one its audience can see"
-            )
-        return None
+        return _revoke_unit_problem(unit, mutation, phase)
     if mutation.action in ("credit", "annotate") and phase == "consolidate":
-        sources = _revoked_into(unit, mutation)
-        if not sources:
-            return "no note of the unit is absorbed into the note it " + ("credits" if mutation.action == "credit" else "annotates")
-        if mutation.action == "credit":
-            try:
-                return _credit_problem(mutation.values, mutation.guard or {}, [source.guard or {} for source in sources])
-            except (TypeError, ValueError, OverflowError):
-                return "a date or count in it or its guards is not of its type"
-        return None
+        return _standing_unit_problem(unit, mutation)
     if mutation.action == "flag":
+        by_id = {mu.record_id.lower(): mu for mu in unit.mutations}
         named = {str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID")}
         if any(by_id.get(n) is None or by_id[n].action != "check" for n in named):
             return "the notes it flags are not guarded by the same unit"
+    return None
+
+
+def _insert_unit_problem(unit: Unit, mutation: Mutation, planned_at: Optional[datetime]) -> Optional[str]:
+    """Check an insert against its sources: their scope, what it inherits, its DerivedFromNoteIDs."""
+    sources = _revoked_into(unit, mutation)
+    if not sources:
+        return "no note of the unit is consolidated into the inserted note"
+    scope = _scope(mutation.values)
+    for source in sources:
+        if _scope(source.guard or {}) != scope:
+            return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(_scope(source.guard or {}))}"
+    try:
+        why = _inherited_problem(mutation.values, [source.guard or {} for source in sources], planned_at)
+    except (TypeError, ValueError, OverflowError):
+        why = "a date or count in it or its sources' guards is not of its type"
+    if why is not None:
+        return why
+    derived = mutation.values.get("DerivedFromNoteIDs")
+    if derived is not None:
+        try:
+            listed = {str(i).lower() for i in json.loads(derived)}
+        except (TypeError, ValueError):
+            return "DerivedFromNoteIDs is not a JSON list"
+        if listed != {s.record_id.lower() for s in sources}:
+            return "DerivedFromNoteIDs does not list exactly the notes consolidated into it"
+    return None
+
+
+def _revoke_unit_problem(unit: Unit, mutation: Mutation, phase: str) -> Optional[str]:
+    """Check that a revocation goes into an Active note the unit guards, of a scope it may go to."""
+    target_id = str(mutation.values["ConsolidatedIntoNoteID"]).lower()
+    target = {mu.record_id.lower(): mu for mu in unit.mutations}.get(target_id)
+    if target is None or target.action not in ("insert", "check", "credit", "annotate") or target_id == mutation.record_id.lower():
+        return "the note it is revoked into is not guarded by the same unit"
+    source_scope = _scope(mutation.guard or {})
+    if target.action == "insert":
+        return None  # the insert's own check compares the scopes
+    if (target.guard or {}).get("Status") != "Active":
+        return f"the note it is revoked into ({target_id}) is not Active"
+    target_scope = _scope(target.guard or {})
+    if phase == "contradictions" and target_scope != source_scope:
+        return f"a contradiction's loser is revoked only in favour of a note of its own scope, not {_render(target_scope)}"
+    if target.action in ("credit", "annotate") and target_scope != source_scope:
+        return (
+            f"a note is absorbed by a standing note of its own scope only, not {_render(target_scope)} "
+            f"(its scope is {_render(source_scope)})"
+        )
+    if target_scope != source_scope and target_scope not in broader_keys(source_scope):  # type: ignore[arg-type]
+        return (
+            f"the note it is revoked into ({target_id}, scope {_render(target_scope)}) is neither in its scope "
+            f"{_render(source_scope)} nor a broader one its audience can see"
+        )
+    return None
+
+
+def _standing_unit_problem(unit: Unit, mutation: Mutation) -> Optional[str]:
+    """Check a standing note consolidate credits or annotates: it absorbs a note of the unit, credited right."""
+    sources = _revoked_into(unit, mutation)
+    if not sources:
+        return "no note of the unit is absorbed into the note it " + ("credits" if mutation.action == "credit" else "annotates")
+    if mutation.action == "credit":
+        try:
+            return _credit_problem(mutation.values, mutation.guard or {}, [source.guard or {} for source in sources])
+        except (TypeError, ValueError, OverflowError):
+            return "a date or count in it or its guards is not of its type"
     return None
 
 

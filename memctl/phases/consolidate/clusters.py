@@ -59,52 +59,70 @@ def cluster_cases(
     `found_in(cases)` gets each partition's cases (maybe none) as soon as they are known, so their
     questions can be sent while the next partitions are clustered.
     """
-    settings = ctx.settings
     cases: list[ClusterCase] = []
     for key in keys:
-        first = len(cases)
-        pv = vectors[key]
-        wanted = {n.id for n in groups[key]}
-        rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
-        members = [as_after(changes, pv.notes[i]) for i in rows]
-        threshold = index.thresholds(pv.model)[0]
-        found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
-        if not found:
-            if found_in is not None:
-                found_in([])
-            continue
-        clustered = {members[i].id for cluster in found for i in cluster}
-        # A model picks which notes one note replaces and quotes its evidence (checked in
-        # synthesis.py). Offline, the rules keep apart what they cannot merge and leave a note
-        # that conflicts with another of the partition to the contradiction phase.
-        model = not get_judge().rules
-        contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
-        for cluster in found:
-            free = [members[i] for i in cluster if members[i].id not in contested]
-            # greedy from the newest note: the current wording seeds the group it keeps
-            split, reasons = ([free], []) if model else compatible_groups(order_notes(free), partial(analysed, texts))
-            kept = [group for group in split if len(group) >= settings.cluster_min_size]
-            apart = len(cluster) - sum(len(group) for group in kept)
-            tally.kept_apart += apart
-            tally.clusters_split += apart > 0
-            if apart:
-                held = [contested[members[i].id] for i in cluster if members[i].id in contested]
-                why = reasons[0] if reasons else f"{plural(len(held), 'note')} left to the contradiction phase: {held[0]}"
-                tally.apart_reasons.append(one_line(why))
-            for group in kept:
-                for cluster_notes in _fitting(get_judge, sorted(group, key=order_key), reference_date, settings):
-                    # The reference date is kept out of the cache key on purpose: an unchanged cluster
-                    # is never asked twice (the date only moves the prompt's 30-day age rule).
-                    inputs = {"notes": [seen(n) for n in cluster_notes]}
-                    question = Question(
-                        "consolidate", inputs, partial(_ask_consolidation, get_judge, cluster_notes, reference_date),
-                        item=question_data("consolidate", cluster_notes), shared=reference_date, group=repr(key),
-                        vet=outside_vet([(n.id, n.note) for n in cluster_notes], "cluster"),
-                    )
-                    cases.append(ClusterCase(key, cluster_notes, pv.model, question))
+        found = _partition_cases(ctx.settings, index, groups[key], key, vectors[key], get_judge, reference_date, tally, texts, changes)
+        cases.extend(found)
         if found_in is not None:
-            found_in(cases[first:])
+            found_in(found)
     return cases
+
+
+def _partition_cases(
+    settings: Any, index: VectorIndex, group: list[NoteRecord], key: PartitionKey, pv: PartitionVectors,
+    get_judge: JudgeGetter, reference_date: str, tally: Tally, texts: dict[str, NoteText], changes: dict[str, dict[str, Any]],
+) -> list[ClusterCase]:
+    """Return the cases of the clusters among one partition's notes `group`, in order."""
+    wanted = {n.id for n in group}
+    rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
+    members = [as_after(changes, pv.notes[i]) for i in rows]
+    threshold = index.thresholds(pv.model)[0]
+    found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
+    if not found:
+        return []
+    clustered = {members[i].id for cluster in found for i in cluster}
+    # A model picks which notes one note replaces and quotes its evidence (checked in
+    # synthesis.py). Offline, the rules keep apart what they cannot merge and leave a note
+    # that conflicts with another of the partition to the contradiction phase.
+    model = not get_judge().rules
+    contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
+    cases: list[ClusterCase] = []
+    for cluster in found:
+        for kept in _kept_groups([members[i] for i in cluster], contested, model, texts, settings, tally):
+            for cluster_notes in _fitting(get_judge, sorted(kept, key=order_key), reference_date, settings):
+                cases.append(_case(key, pv.model, cluster_notes, get_judge, reference_date))
+    return cases
+
+
+def _kept_groups(
+    cluster: list[NoteRecord], contested: dict[str, str], model: bool, texts: dict[str, NoteText], settings: Any, tally: Tally
+) -> list[list[NoteRecord]]:
+    """Return the groups of a cluster the judge is asked about, tallying the notes kept apart."""
+    free = [n for n in cluster if n.id not in contested]
+    # greedy from the newest note: the current wording seeds the group it keeps
+    split, reasons = ([free], []) if model else compatible_groups(order_notes(free), partial(analysed, texts))
+    kept = [group for group in split if len(group) >= settings.cluster_min_size]
+    apart = len(cluster) - sum(len(group) for group in kept)
+    tally.kept_apart += apart
+    tally.clusters_split += apart > 0
+    if apart:
+        held = [contested[n.id] for n in cluster if n.id in contested]
+        why = reasons[0] if reasons else f"{plural(len(held), 'note')} left to the contradiction phase: {held[0]}"
+        tally.apart_reasons.append(one_line(why))
+    return kept
+
+
+def _case(key: PartitionKey, model: str, notes: list[NoteRecord], get_judge: JudgeGetter, reference_date: str) -> ClusterCase:
+    """Return the case of the cluster `notes`: the question that asks the judge to consolidate them."""
+    # The reference date is kept out of the cache key on purpose: an unchanged cluster
+    # is never asked twice (the date only moves the prompt's 30-day age rule).
+    inputs = {"notes": [seen(n) for n in notes]}
+    question = Question(
+        "consolidate", inputs, partial(_ask_consolidation, get_judge, notes, reference_date),
+        item=question_data("consolidate", notes), shared=reference_date, group=repr(key),
+        vet=outside_vet([(n.id, n.note) for n in notes], "cluster"),
+    )
+    return ClusterCase(key, notes, model, question)
 
 
 def _fitting(get_judge: JudgeGetter, notes: list[NoteRecord], reference_date: str, settings: Any) -> list[list[NoteRecord]]:
