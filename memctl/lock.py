@@ -109,12 +109,6 @@ class Lease:
         with write(self.engine) as conn:
             conn.execute(m.lease.delete().where(m.lease.c.Name == self.name, m.lease.c.Holder == self.holder))
 
-    def __enter__(self) -> "Lease":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
 
 # Every acquisition first locks this row, so checking for overlapping leases and taking one is
 # atomic on every backend (SQLite serialises writers anyway; PostgreSQL and SQL Server row-lock).

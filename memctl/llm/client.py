@@ -159,12 +159,6 @@ class LLMClient:
         if self._log is not None:
             self._log.close()
 
-    def __enter__(self) -> "LLMClient":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
     def complete_json(
         self, system: str, user: str, reply_model: type[R], schema_name: str, max_tokens: Optional[int] = None,
         schema_model: Optional[type[BaseModel]] = None,
