@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         "--llm-concurrency",
         help="auto or a number (default: the measured memctl's own default)",
     )
+    parser.add_argument("--slots", type=int, help="the stub answers this many chat calls at once and queues the rest, as a local server does")
+    parser.add_argument("--llm-timeout", type=float, help="the llm_timeout setting, seconds per call (default: memctl's own)")
     parser.add_argument(
         "--slice-notes", type=int, default=None,
         help="the slice_notes setting (a scope of more notes is read agent by agent; 0 = at once); default: memctl's own",
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             copy = Path(scratch) / "store.db"
             shutil.copyfile(args.store, copy)
             store = types.SimpleNamespace(url=f"sqlite:///{copy}", schema=None)
-        stub = harness.Stub(args.latency, 384)
+        stub = harness.Stub(args.latency, 384, slots=args.slots)
         engine = None
         try:
             options = types.SimpleNamespace(llm_concurrency=args.llm_concurrency, max_pairs=100_000, prune_cap=200, embedder="stored+compute")
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 flags["slice_notes"] = args.slice_notes
             if args.llm_log is not None:
                 flags["llm_log"] = str(args.llm_log)
+            if args.llm_timeout is not None:
+                flags["llm_timeout"] = args.llm_timeout
             settings = resolve(flags=flags, environ={})
             engine = api.open_store(settings)
             statements = [0]

@@ -236,7 +236,7 @@ class Stub:
     The LLM is remote in real life: the stub must not share the measured process's GIL.
     """
 
-    def __init__(self, latency: float, dim: int, seed: int = 7) -> None:
+    def __init__(self, latency: float, dim: int, seed: int = 7, slots: Optional[int] = None) -> None:
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -247,6 +247,7 @@ class Stub:
                 str(max(dim, 16)),
                 "--seed",
                 str(seed),
+                *(["--slots", str(slots)] if slots else []),
             ],
             stdout=subprocess.PIPE,
             text=True,

@@ -32,11 +32,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every call")
     parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
     parser.add_argument("--seed", type=int, default=7, help="the corpus seed (its fact directions)")
+    parser.add_argument("--slots", type=int, help="chat calls answered at once, the others queued (1: a one-slot local server)")
     args = parser.parse_args(argv)
     vectors = TextVectors(args.seed, args.dim)
     # the stub computes each embedding with this module-level function
     llmstub.hash_embedding = lambda text, dim: vectors(text).tolist()
-    return llmstub.main(["--latency", str(args.latency), "--dim", str(args.dim)])
+    slots = ["--slots", str(args.slots)] if args.slots else []
+    return llmstub.main(["--latency", str(args.latency), "--dim", str(args.dim), *slots])
 
 
 if __name__ == "__main__":
