@@ -375,7 +375,7 @@ class Asking:
             return Answer(key, error=f"{type(exc).__name__}: {exc}")
         answer = Answer(key, result.reply, result.error, usage=result.usage, calls=result.calls)
         if answer.reply is not None and answer.error is None:
-            problem = (question.vet(result.raw) if question.vet is not None else None) or self.check(question, answer.reply)
+            problem = _reply_problem(question, result.raw, answer.reply, self.check)
             if problem:
                 answer.error, answer.reply = problem, None
         answer.unusable = answer.reply is None and (result.answered or result.reply is not None)
@@ -602,8 +602,13 @@ def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseM
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
         return f"answer does not match {reply_model.__name__}: {where}: {first.get('msg')}"
-    problem = (question.vet(json.dumps(found[0], ensure_ascii=False)) if question.vet is not None else None) or valid(question, reply)
+    problem = _reply_problem(question, json.dumps(found[0], ensure_ascii=False), reply, valid)
     if problem:
         return problem
     answer.reply = reply
     return None
+
+
+def _reply_problem(question: Question, raw: Optional[str], reply: BaseModel, check: Check) -> Optional[str]:
+    """Return why a reply, alone or one entry of a batch, cannot be used: its raw text fails the question's vet, or `check`."""
+    return (question.vet(raw) if question.vet is not None else None) or check(question, reply)

@@ -26,14 +26,14 @@ import sqlalchemy as sa
 from memctl.authority import Authority, authority, days
 from memctl.context import PhaseContext
 from memctl.llm.base import Judge
-from memctl.llm.copies import ids_outside
+from memctl.llm.copies import outside_vet
 from memctl.llm.questions import pair_data
 from memctl.llm.replies import ContradictionReply
 from memctl.phases.asking import Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.protection import refusal
-from memctl.phases.notes import by_partition, is_new, load_notes, note_guard, refreshed, with_vectors
+from memctl.phases.notes import by_partition, is_new, load_notes, note_guard, refreshed, revoke_into, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
 from memctl.phases.safety import loser_keeps, uniformity
@@ -124,12 +124,6 @@ def quotes_of(a: str, b: str, reply: ContradictionReply) -> tuple[Quoted, Quoted
     return Quoted(a, reply.subjectA, reply.valueA), Quoted(b, reply.subjectB, reply.valueB)
 
 
-def _foreign_notes(pair: Candidate, raw: Optional[str]) -> Optional[str]:
-    """Return why a raw reply cannot be used: it names UUIDs neither of the pair's notes nor quoted from them."""
-    named = ids_outside(raw, [(n.id, n.note) for n in (pair.a, pair.b)])
-    return "the reply names notes outside the pair: " + ", ".join(sorted(named)) if named else None
-
-
 def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] = None) -> Question:
     """Return the question asked about `pair`: its inputs are exactly the data the judge sees.
 
@@ -138,7 +132,7 @@ def question_for(judge: Judge, pair: Candidate, seen: Optional[dict[str, Any]] =
     """
     seen = {} if seen is None else seen
     inputs = [seen[n.id] if n.id in seen else seen.setdefault(n.id, pair_data(n)) for n in (pair.a, pair.b)]
-    return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=partial(_foreign_notes, pair))
+    return Question(KIND, inputs, partial(judge.contradiction, pair.a, pair.b), item=inputs, vet=outside_vet([(n.id, n.note) for n in (pair.a, pair.b)], "pair"))
 
 
 @dataclass
@@ -302,10 +296,8 @@ class ContradictionPhase:
                 tally.duplicates += 1  # the same facts twice: consolidation's business, never a revocation
                 continue
             if guard.action in ("unproven", "veto"):
-                if guard.action == "unproven":
-                    tally.unproven += 1
-                else:
-                    tally.vetoed += 1
+                tally.unproven += guard.action == "unproven"
+                tally.vetoed += guard.action == "veto"
                 tally.veto_reasons.append(f"notes {pair.a.id} and {pair.b.id}: {guard.reason}")
                 continue
             if guard.action == "apply" and reply.review:
@@ -331,6 +323,7 @@ class ContradictionPhase:
             if why is not None:
                 to_flag.append((pair, reply, why))
                 continue
+            assert decided is not None  # _why_kept keeps the pair when no rule decided it
             revoked.add(decided.loser.id)
             tally.resolved += 1
             units.append(_revocation(pair, reply, decided))
@@ -387,10 +380,7 @@ def _revocation(pair: Candidate, reply: ContradictionReply, decided: Authority) 
         key=f"contradiction:{loser.id}:{winner.id}",
         reason=f"{reply.contradictionType}: kept {decided.rule}",
         mutations=(
-            Mutation(
-                "AIAgentNote", loser.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": winner.id},
-                f"Contradicted by note {winner.id}: {_sentence(_reason(reply))} Kept {decided.rule}.", note_guard(loser),
-            ),
+            revoke_into(loser, winner.id, f"Contradicted by note {winner.id}: {_sentence(_reason(reply))} Kept {decided.rule}."),
             Mutation("AIAgentNote", winner.id, "check", {}, None, note_guard(winner)),
         ),
         detail={

@@ -12,7 +12,7 @@ from memctl.context import PhaseContext, Snapshot
 from memctl.phases.base import Overlay
 from memctl.phases.common import agent_filter, as_planned, in_shard
 from memctl.phases.slices import agent_condition, in_slice
-from memctl.plan import guard_of
+from memctl.plan import Mutation, guard_of
 from memctl.protection import revocable
 from memctl.records import NOTE_COLUMNS, NoteRecord, PartitionKey, note_record, record_row
 from memctl.similarity import partition_key
@@ -138,11 +138,7 @@ def _with_overlay(ctx: PhaseContext, overlay: Overlay, notes: list[NoteRecord]) 
     if overlay.changed:
         notes = [note_record(as_planned(record_row(n), overlay.changed)) if n.id in overlay.changed else n for n in notes]
     holds = in_slice(ctx)
-    for added in overlay.added:
-        if added.id not in overlay.removed and holds(added.agent_id) and (
-            not ctx.scope.agent_id or (added.agent_id or "").lower() == ctx.scope.agent_id.lower()
-        ):
-            notes.append(added)
+    notes.extend(added for added in overlay.added_for(ctx.scope.agent_id) if holds(added.agent_id))
     return notes
 
 
@@ -214,6 +210,11 @@ def by_partition(notes: Iterable[NoteRecord]) -> dict[PartitionKey, list[NoteRec
 def note_guard(note: NoteRecord) -> dict[str, Any]:
     """Return the guard of a loaded note (what must not change before its unit applies)."""
     return guard_of("AIAgentNote", record_row(note))
+
+
+def revoke_into(note: NoteRecord, into: str, comment: str) -> Mutation:
+    """Return the mutation that revokes `note` into the note with ID `into`, guarded by `note` as read."""
+    return Mutation("AIAgentNote", note.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": into}, comment=comment, guard=note_guard(note))
 
 
 def consolidatable(note: NoteRecord) -> bool:

@@ -19,9 +19,9 @@ from memctl.llm.questions import question_data
 from memctl.llm.replies import AbsorptionReply
 from memctl.phases.asking import Answer, Question, ask_all, reply_check, triage
 from memctl.phases.common import plural
-from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, revoke_into, seen, standing_unit
+from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, seen, standing_unit
 from memctl.phases.contradictions import pair_budget
-from memctl.phases.notes import is_new, note_guard, order_key
+from memctl.phases.notes import is_new, note_guard, order_key, revoke_into
 from memctl.plan import Mutation, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.text.decide import NoteText, absorption_veto, lost_evidence

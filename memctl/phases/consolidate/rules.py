@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 from memctl.llm.base import Judge
 from memctl.llm.replies import NOTE_TYPES
 from memctl.phases.asking import AskStats, add_client_counters
-from memctl.phases.notes import consolidatable, note_guard
+from memctl.phases.notes import consolidatable, note_guard, revoke_into
 from memctl.protection import refusal
 from memctl.plan import Mutation, Unit, jsonable
 from memctl.records import TIERS, NoteRecord, PartitionKey
@@ -124,11 +124,6 @@ def standing_unit(
         keep = Mutation(TABLE, stay.id, "credit", values, comment=kept, guard=note_guard(stay))
     revokes = tuple(revoke_into(n, stay.id, revoked) for n in others)
     return Unit(kind=kind, key=key, reason=kept, mutations=(keep, *revokes), detail=detail)
-
-
-def revoke_into(note: NoteRecord, into: str, comment: str) -> Mutation:
-    """Return the mutation that revokes `note` into the note with ID `into`, guarded by `note` as read."""
-    return Mutation(TABLE, note.id, "revoke", {"Status": "Revoked", "ConsolidatedIntoNoteID": into}, comment=comment, guard=note_guard(note))
 
 
 def credited(units: Sequence[Unit]) -> dict[str, dict[str, Any]]:

@@ -26,12 +26,12 @@ from memctl.phases.consolidate.rules import (
     fact_date,
     inherited_importance,
     one_line,
-    revoke_into,
     short_key,
     standing_source,
     standing_unit,
     strongest_tier,
 )
+from memctl.phases.notes import revoke_into
 from memctl.phases.safety import merge_loses
 from memctl.stopping import Pool
 from memctl.plan import Mutation, Unit, jsonable
