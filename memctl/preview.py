@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from memctl.plan import Mutation, PhasePlan, Unit
+from memctl.plan import PhasePlan, Unit
 from memctl.store import models as m
 from memctl.store.ids import chunks, id_in
 from memctl.store.engine import read
@@ -110,7 +110,7 @@ def attach_texts(engine: Engine, plan: PhasePlan, known: Optional[Mapping[str, s
             if mutation.action == "insert":
                 inserted[mutation.record_id.lower()] = str(mutation.values.get("Note") or "")
             else:
-                table, ids = _shown(mutation)
+                table, ids = _shown(mutation.table, mutation.record_id, mutation.values)
                 wanted[table].update(ids)
     if not any(wanted.values()) and not inserted:
         return
@@ -120,17 +120,17 @@ def attach_texts(engine: Engine, plan: PhasePlan, known: Optional[Mapping[str, s
     plan.units = [_with_texts(unit, texts) for unit in plan.units]
 
 
-def _shown(mutation: Mutation) -> tuple[str, list[str]]:
-    """Return the table and IDs of the records whose text shows `mutation`: a review row shows its pair."""
-    if mutation.table == "memctl_review":
-        return "AIAgentNote", [str(mutation.values[k]).lower() for k in ("NoteAID", "NoteBID") if mutation.values.get(k)]
-    return mutation.table, [mutation.record_id.lower()]
+def _shown(table: str, record_id: str, values: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """Return the table and IDs of the records whose text shows a change of a row: a review row shows its pair."""
+    if table == "memctl_review":
+        return "AIAgentNote", [str(values[k]).lower() for k in ("NoteAID", "NoteBID") if values.get(k)]
+    return table, [record_id.lower()]
 
 
 def _with_texts(unit: Unit, texts: Mapping[str, str]) -> Unit:
     if TEXTS in unit.detail:
         return unit
-    ids = [i for mutation in unit.mutations for i in _shown(mutation)[1]]
+    ids = [i for mutation in unit.mutations for i in _shown(mutation.table, mutation.record_id, mutation.values)[1]]
     return replace(unit, detail={**unit.detail, TEXTS: {i: texts[i] for i in ids if i in texts}})
 
 
@@ -212,10 +212,8 @@ def run_entries(engine: Engine, run_id: str) -> dict[Optional[str], list[Entry]]
         wanted: dict[str, set[str]] = defaultdict(set)
         for row in rows:
             after = _loads(row["After"]) or _loads(row["Before"]) or {}
-            if row["TableName"] == "memctl_review":
-                wanted["AIAgentNote"].update(str(after[k]).lower() for k in ("NoteAID", "NoteBID") if after.get(k))
-            else:
-                wanted[row["TableName"]].add(str(row["RecordID"]).lower())
+            table, ids = _shown(row["TableName"], str(row["RecordID"]), after)
+            wanted[table].update(ids)
             if after.get("ConsolidatedIntoNoteID"):
                 wanted["AIAgentNote"].add(str(after["ConsolidatedIntoNoteID"]).lower())
         texts = _read_texts(conn, wanted)

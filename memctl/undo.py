@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from memctl.context import PhaseContext
 from memctl.errors import FailedError, UsageError
 from memctl.phases.base import Overlay
-from memctl.plan import PhasePlan, guard_mismatch
+from memctl.plan import PhasePlan
 from memctl.store import models as m
-from memctl.store.changes import TABLE_OBJECTS, policy_refusal, rows_by_id, undo_units
+from memctl.store.changes import TABLE_OBJECTS, mutation_refusal, rows_by_id, undo_units
 from memctl.store.engine import read
 
 STEP_NAME = "Undo Run"
@@ -63,20 +63,14 @@ class UndoPhase:
     @staticmethod
     def _conflicts(conn: sa.Connection, units: list) -> list[tuple[str, str]]:
         by_table: dict[str, list] = {}
-        for mutation in (mu for unit in units for mu in unit.mutations):
+        # a review flag raised again is not checked: apply skips it if the pair is flagged already
+        for mutation in (mu for unit in units for mu in unit.mutations if mu.action != "flag"):
             by_table.setdefault(mutation.table, []).append(mutation)
         conflicts = []
         for table_name, mutations in by_table.items():
             rows = rows_by_id(conn, TABLE_OBJECTS[table_name], [mu.record_id for mu in mutations])
             for mutation in mutations:
-                if mutation.action == "flag":
-                    continue  # a review flag raised again: apply skips it if the pair is flagged already
-                row = rows.get(mutation.record_id)
-                why = guard_mismatch(mutation.guard, row, table_name) if mutation.guard is not None else None
-                if why is None and row is None:
-                    why = "the record no longer exists"
-                elif why is None:
-                    why = policy_refusal(mutation.action, table_name, row, mutation.values)
+                why = mutation_refusal(mutation, rows.get(mutation.record_id))
                 if why:
                     conflicts.append((mutation.record_id, why))
         return conflicts
