@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
@@ -66,11 +67,13 @@ def render(report: RunReport, finished_at: Optional[float] = None) -> str:
             ("memctl_llm_completion_tokens", labels, _number(phase.output, "completionTokens")),
             ("memctl_cache_hits", labels, _number(phase.output, "cacheHits", "cached")),
         ]
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for name, labels, value in samples:
+        by_name[name].append(_line(name, labels, value))
     lines: list[str] = []
     for name, (kind, text) in METRICS.items():
-        found = [_line(name, labels, value) for metric, labels, value in samples if metric == name]
-        if found:
-            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *found]
+        if by_name[name]:
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *by_name[name]]
     return "\n".join(lines) + "\n"
 
 

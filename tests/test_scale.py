@@ -18,7 +18,7 @@ from sqlalchemy import event
 
 from conftest import Db, make_db
 from memctl import api
-from memctl.phases.common import CHUNK
+from memctl.store.ids import CHUNK
 from memctl.settings import replace
 from memctl.store import models as m
 

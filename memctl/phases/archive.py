@@ -155,12 +155,7 @@ class ArchivePhase:
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:
-        wanted = ctx.scope.agent_id
-        return [
-            record_row(note) for note in overlay.added
-            if note.id not in overlay.removed and revocable(note.protection_tier, note.is_auto_generated)
-            and (not wanted or (note.agent_id or "").lower() == wanted.lower())
-        ]
+        return [record_row(note) for note in overlay.added_for(ctx.scope.agent_id) if revocable(note.protection_tier, note.is_auto_generated)]
 
 
 def refusal_line(entry: Mapping[str, Any]) -> str:

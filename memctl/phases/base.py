@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from memctl.context import PhaseContext
 from memctl.plan import PhasePlan
@@ -25,6 +25,11 @@ class Overlay:
     #: dry-run: columns earlier plans set on notes they keep Active (credited AccessCount, LastAccessedAt),
     #: as plan values by note ID, so later phases plan and guard on the rows as they will be
     changed: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def added_for(self, agent_id: Optional[str]) -> list[NoteRecord]:
+        """Return the notes earlier plans add and later ones keep, of `agent_id`'s (every agent's when None)."""
+        wanted = (agent_id or "").lower()
+        return [n for n in self.added if n.id not in self.removed and (not wanted or (n.agent_id or "").lower() == wanted)]
 
 
 class Phase(Protocol):

@@ -14,7 +14,7 @@ from memctl.similarity import partition_key, stable_hash
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal
 from memctl.store.changes import to_db_values
-from memctl.store.ids import CHUNK, chunks, guid_in, id_in, readable, sqlite_guid  # noqa: F401 - CHUNK re-exported for tests
+from memctl.store.ids import chunks, guid_in, id_in, readable, sqlite_guid
 
 
 def agent_filter(table: sa.Table, scope: Scope, bind: Any) -> list[sa.ColumnElement[bool]]:

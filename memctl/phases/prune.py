@@ -20,14 +20,14 @@ import sqlalchemy as sa
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
 from memctl.phases.common import (
-    agent_filter, archive_units, as_planned, chunks, in_shard, lookup_ids, plural, read_rows, within_refusal,
+    agent_filter, archive_units, as_planned, in_shard, lookup_ids, plural, read_rows, within_refusal,
 )
 from memctl.plan import GUARD_COLUMNS, PhasePlan
 from memctl.protection import refusal, writable_rows
 from memctl.records import record_row
 from memctl.store import models as m
 from memctl.store.capabilities import Refusal, archive_refusal
-from memctl.store.ids import as_stored, by_id_status, guid_reader, id_in
+from memctl.store.ids import as_stored, by_id_status, chunks, guid_reader, id_in
 from memctl.store.engine import read
 
 NAME = "prune"
@@ -213,10 +213,8 @@ class PrunePhase:
 
     @staticmethod
     def _added(overlay: Overlay, ctx: PhaseContext) -> list[Mapping[str, Any]]:
-        wanted = ctx.scope.agent_id
         rows = [
-            {**record_row(note), "Comments": ""} for note in overlay.added
-            if note.id not in overlay.removed and note.is_auto_generated and not refusal("annotate", note.protection_tier, True)
-            and (not wanted or (note.agent_id or "").lower() == wanted.lower())
+            {**record_row(note), "Comments": ""} for note in overlay.added_for(ctx.scope.agent_id)
+            if note.is_auto_generated and not refusal("annotate", note.protection_tier, True)
         ]
         return [row for row in rows if any(row[c] is not None for c in REFERENCE_COLUMNS)]

@@ -168,6 +168,8 @@ class ConsolidatePhase:
         copy_units = [u for p in parts for u in p.copy_units]
         cases = [c for p in parts for c in p.cases]
         absorptions, deferred, absorb_units = _absorb(ctx, parts, services, tally)
+        for part in parts:
+            part.attach()  # the new notes' vectors, now that every question is in
         if marks is not None:
             for part in parts:
                 newly = _settled_now(
@@ -304,10 +306,7 @@ def _select(ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks], 
 
 
 def _absorb(ctx: PhaseContext, parts: Sequence[_Part], services: _Services, tally: Tally) -> tuple[list[AbsorptionCase], int, list[Unit]]:
-    """Ask every slice's absorption checks under the run's budget; return those asked, the number deferred and the units.
-
-    Also puts the new notes' vectors into the slices' cluster units, once the questions are in.
-    """
+    """Ask every slice's absorption checks under the run's budget; return those asked, the number deferred and the units."""
     absorptions: list[AbsorptionCase] = []
     found = [c for p in parts for c in p.found]
     deferred = 0
@@ -317,8 +316,6 @@ def _absorb(ctx: PhaseContext, parts: Sequence[_Part], services: _Services, tall
     model = bool(absorptions) and not services.get_judge().rules
     texts = parts[0].texts  # empty after slices: their analyses went with them, few are needed again
     approved = [case for case in absorptions if is_approved(ctx, case, texts, tally, model)]
-    for part in parts:
-        part.attach()
     units = [absorb_unit(case) for case in approved if not case.standing]
     units += standing_absorptions([case for case in approved if case.standing])
     return absorptions, deferred, units

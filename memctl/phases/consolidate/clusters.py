@@ -76,8 +76,8 @@ def _partition_cases(
     wanted = {n.id for n in group}
     rows = [i for i, n in enumerate(pv.notes) if n.id in wanted]
     members = [as_after(changes, pv.notes[i]) for i in rows]
-    threshold = index.thresholds(pv.model)[0]
-    found = clusters(pv.vectors[rows], [order_key(n) for n in members], threshold, settings.cluster_min_size, settings.cluster_max_size)
+    thresholds = index.thresholds(pv.model)
+    found = clusters(pv.vectors[rows], [order_key(n) for n in members], thresholds[0], settings.cluster_min_size, settings.cluster_max_size)
     if not found:
         return []
     clustered = {members[i].id for cluster in found for i in cluster}
@@ -85,7 +85,7 @@ def _partition_cases(
     # synthesis.py). Offline, the rules keep apart what they cannot merge and leave a note
     # that conflicts with another of the partition to the contradiction phase.
     model = not get_judge().rules
-    contested = {} if model else contested_notes(pv, clustered, min(index.thresholds(pv.model)), texts)
+    contested = {} if model else contested_notes(pv, clustered, min(thresholds), texts)
     cases: list[ClusterCase] = []
     for cluster in found:
         for kept in _kept_groups([members[i] for i in cluster], contested, model, texts, settings, tally):
