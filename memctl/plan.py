@@ -142,8 +142,8 @@ class StepResult:
     """A phase's counts, typed: each field is one key of its run step's output data (in camelCase)."""
 
     def as_output(self) -> dict[str, Any]:
-        """Return the fields as step output data: `pairs_analysed` is "pairsAnalysed"."""
-        return {_camel(f.name): getattr(self, f.name) for f in fields(self)}
+        """Return the fields as step output data: `pairs_analysed` is "pairsAnalysed"; a None field is left out."""
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
 def _camel(name: str) -> str:

@@ -9,17 +9,25 @@ the protection rules); otherwise every record is put back in one transaction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sqlalchemy as sa
 
 from memctl.context import PhaseContext
 from memctl.errors import FailedError, UsageError
 from memctl.phases.base import Overlay
-from memctl.plan import PhasePlan
+from memctl.plan import PhasePlan, StepResult
 from memctl.store import models as m
 from memctl.store.changes import TABLE_OBJECTS, mutation_refusal, rows_by_id, undo_units
 from memctl.store.engine import read
 
 STEP_NAME = "Undo Run"
+
+
+@dataclass
+class UndoResult(StepResult):
+    records_to_restore: int
+    created_notes_to_revoke: int
 
 
 class UndoPhase:
@@ -51,7 +59,7 @@ class UndoPhase:
         plan = PhasePlan(
             phase="undo", step_name=STEP_NAME, units=units,
             input={"runId": self.run_id, "runName": run["RunName"], "force": self.force},
-            output={"recordsToRestore": len(mutations) - revoke, "createdNotesToRevoke": revoke},
+            output=UndoResult(len(mutations) - revoke, revoke).as_output(),
             all_or_nothing=True,
             message=f"{len(mutations)} record(s) of run {self.run_id[:8]} ({run['RunName']}) to put back",
         )

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from memctl.context import PhaseContext
 from memctl.phases.base import Overlay
 from memctl.phases.common import agent_filter, archive_units, as_planned, in_shard, plural, read_rows, within_refusal
-from memctl.plan import GUARD_COLUMNS, PhasePlan
+from memctl.plan import GUARD_COLUMNS, PhasePlan, StepResult
 from memctl.protection import revocable, revocable_rows
 from memctl.records import record_row
 from memctl.settings import Settings
@@ -65,29 +65,39 @@ def last_use(row: Mapping[str, Any]) -> datetime:
 
 
 def note_verdict(row: Mapping[str, Any], retention: Retention, now: datetime) -> Optional[tuple[str, str]]:
-    """Return (reason key, comment) when a note is to be archived, else None."""
+    """Return (`ArchiveResult` field, comment) when a note is to be archived, else None."""
     if row["ExpiresAt"] is not None and row["ExpiresAt"] <= now:
-        return "notesExpired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
+        return "notes_expired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
     if not retention.enabled(row["AgentID"]):
         return None
     days = retention.note_days(row["AgentID"])
     idle = now - last_use(row)
     if idle > timedelta(days=days):
-        return "notesStale", f"Archived: Stale ({idle.days} days without access; retention {days} days)"
+        return "notes_stale", f"Archived: Stale ({idle.days} days without access; retention {days} days)"
     return None
 
 
 def example_verdict(row: Mapping[str, Any], retention: Retention, now: datetime, low_score: float) -> Optional[tuple[str, str]]:
-    """Return (reason key, comment) when an example is to be archived, else None."""
+    """Return (`ArchiveResult` field, comment) when an example is to be archived, else None."""
     if row["ExpiresAt"] is not None and row["ExpiresAt"] <= now:
-        return "examplesExpired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
+        return "examples_expired", f"Archived: Expired (ExpiresAt {row['ExpiresAt'].isoformat()})"
     if row["SuccessScore"] is None or float(row["SuccessScore"]) >= low_score or not retention.enabled(row["AgentID"]):
         return None
     days = retention.example_days(row["AgentID"])
     idle = now - last_use(row)
     if idle > timedelta(days=days):
-        return "examplesStale", f"Archived: Stale low-score (SuccessScore {float(row['SuccessScore']):g}; {idle.days} days without access; retention {days} days)"
+        return "examples_stale", f"Archived: Stale low-score (SuccessScore {float(row['SuccessScore']):g}; {idle.days} days without access; retention {days} days)"
     return None
+
+
+@dataclass
+class ArchiveResult(StepResult):
+    notes_expired: int = 0
+    notes_stale: int = 0
+    examples_expired: int = 0
+    examples_stale: int = 0
+    #: the database's refusal of Status 'Archived' and the rows it held back (see `within_refusal`)
+    refused: Optional[list[dict[str, Any]]] = None
 
 
 class ArchivePhase:
@@ -108,34 +118,34 @@ class ArchivePhase:
             refusals = {t: archive_refusal(conn, t, ctx.settings.db_schema) for t in ("AIAgentNote", "AIAgentExample")}
         notes.extend(self._added(overlay, ctx))
 
-        output: dict[str, Any] = {"notesExpired": 0, "notesStale": 0, "examplesExpired": 0, "examplesStale": 0}
+        result = ArchiveResult()
         note_actions, example_actions = [], []
         for row in notes:
             verdict = note_verdict(row, retention, now)
             if verdict:
-                output[verdict[0]] += 1
+                setattr(result, verdict[0], getattr(result, verdict[0]) + 1)
                 note_actions.append((row, "archive", verdict[1]))
         for row in examples:
             verdict = example_verdict(row, retention, now, ctx.settings.low_score_threshold)
             if verdict:
-                output[verdict[0]] += 1
+                setattr(result, verdict[0], getattr(result, verdict[0]) + 1)
                 example_actions.append((row, "archive", verdict[1]))
 
-        note_status, note_actions = within_refusal(note_actions, refusals["AIAgentNote"], output)
-        example_status, example_actions = within_refusal(example_actions, refusals["AIAgentExample"], output)
+        note_status, note_actions = within_refusal(note_actions, refusals["AIAgentNote"], result)
+        example_status, example_actions = within_refusal(example_actions, refusals["AIAgentExample"], result)
         plan = PhasePlan(
             phase=NAME,
             step_name=STEP_NAME,
             units=archive_units("AIAgentNote", note_actions, status=note_status) + archive_units("AIAgentExample", example_actions, status=example_status),
             input={"agentsChecked": len(agents), "notesChecked": len(notes), "examplesChecked": len(examples)},
-            output=output,
+            output=result.as_output(),
         )
         if not note_actions and not example_actions:
             plan.outcome = "no items"
             plan.message = "nothing expired or stale"
         else:
             plan.message = f"{plural(len(note_actions), 'note')} and {plural(len(example_actions), 'example')} to archive"
-        plan.message += "".join(f"; {refusal_line(r)}" for r in output.get("refused", ()))
+        plan.message += "".join(f"; {refusal_line(r)}" for r in result.refused or ())
         return plan
 
     @staticmethod

@@ -72,18 +72,18 @@ def archive_units(table: str, rows: Sequence[tuple[Mapping[str, Any], str, str]]
 
 
 def within_refusal(
-    rows: Sequence[tuple[Mapping[str, Any], str, str]], refusal: Optional[Refusal], output: dict[str, Any]
+    rows: Sequence[tuple[Mapping[str, Any], str, str]], refusal: Optional[Refusal], result: Any
 ) -> tuple[str, list[tuple[Mapping[str, Any], str, str]]]:
     """Fit planned archivals to a database that refuses Status 'Archived' (memctl/store/capabilities.py).
 
     Return the status to write and the (row, action, comment) list: archivals take the database's
     nearest allowed status, said in Comments, or are dropped when it has none. The refusal and its
-    row count go to `output["refused"]`.
+    row count are added to `result.refused`.
     """
     if refusal is None:
         return "Archived", list(rows)
     archivals = sum(1 for _, action, _ in rows if action == "archive")
-    output.setdefault("refused", []).append({**refusal.to_dict(), "rows": archivals})
+    result.refused = [*(result.refused or ()), {**refusal.to_dict(), "rows": archivals}]
     if refusal.instead is None:
         return "Archived", [r for r in rows if r[1] != "archive"]
     prefix = f"Archived as {refusal.instead} (the database's Status check refuses 'Archived')"

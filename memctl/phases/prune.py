@@ -22,7 +22,7 @@ from memctl.phases.base import Overlay
 from memctl.phases.common import (
     agent_filter, archive_units, as_planned, in_shard, lookup_ids, plural, read_rows, within_refusal,
 )
-from memctl.plan import GUARD_COLUMNS, PhasePlan
+from memctl.plan import GUARD_COLUMNS, PhasePlan, StepResult
 from memctl.protection import refusal, writable_rows
 from memctl.records import record_row
 from memctl.store import models as m
@@ -154,6 +154,21 @@ def _capped_orphans(
     return orphans, by_entity, protected, orphan_total
 
 
+@dataclass
+class PruneResult(StepResult):
+    orphans_found: int
+    changed_while_planning: int
+    notes_to_archive: int
+    protected_annotated: int
+    orphaned_agents: int
+    orphaned_users: int
+    orphaned_companies: int
+    orphaned_conversations: int
+    left_for_next_run: int
+    #: the database's refusal of Status 'Archived' and the rows it held back (see `within_refusal`)
+    refused: Optional[list[dict[str, Any]]] = None
+
+
 class PrunePhase:
     """Archive notes whose agent, user, company or source conversation is gone."""
 
@@ -164,25 +179,17 @@ class PrunePhase:
         checked, rows, changed, refs, refused_status = self._read(ctx, overlay)
         orphans, by_entity, protected, orphan_total = _capped_orphans(rows, refs, ctx.settings.prune_cap)
         left = orphan_total - len(orphans)
-        output: dict[str, Any] = {}
-        status, fitted = within_refusal(orphans, refused_status, output)
+        result = PruneResult(
+            orphan_total, changed, len(orphans) - protected, protected,
+            by_entity["agent"], by_entity["user"], by_entity["company"], by_entity["conversation"], left,
+        )
+        status, fitted = within_refusal(orphans, refused_status, result)
         plan = PhasePlan(
             phase=NAME,
             step_name=STEP_NAME,
             units=archive_units("AIAgentNote", fitted, status=status),
             input={"notesChecked": checked, "cap": ctx.settings.prune_cap},
-            output={
-                **output,
-                "orphansFound": orphan_total,
-                "changedWhilePlanning": changed,
-                "notesToArchive": len(orphans) - protected,
-                "protectedAnnotated": protected,
-                "orphanedAgents": by_entity["agent"],
-                "orphanedUsers": by_entity["user"],
-                "orphanedCompanies": by_entity["company"],
-                "orphanedConversations": by_entity["conversation"],
-                "leftForNextRun": left,
-            },
+            output=result.as_output(),
         )
         if not orphans:
             plan.outcome = "no items"
