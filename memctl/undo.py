@@ -42,11 +42,10 @@ class UndoPhase:
 
     def plan(self, ctx: PhaseContext, overlay: Overlay) -> PhasePlan:
         with read(ctx.engine) as conn:
-            run = conn.execute(sa.select(m.run.c.ID, m.run.c.RunName, m.run.c.Status).where(m.run.c.ID == self.run_id)).mappings().first()
+            # api.undo refused a missing or Running run before this run began; a finished run stays finished
+            run = conn.execute(sa.select(m.run.c.RunName).where(m.run.c.ID == self.run_id)).mappings().first()
             if run is None:
                 raise UsageError(f"no run {self.run_id} in this store (see `memctl runs list`)")
-            if run["Status"] == "Running":
-                raise UsageError(f"run {self.run_id} is still Running; undo it once it has finished")
             units = undo_units(conn, self.run_id, self.force)
             conflicts = self._conflicts(conn, units)
         if conflicts:
