@@ -84,3 +84,19 @@ def test_an_unknown_action_in_the_change_log_is_exit_2_naming_it(db: Db) -> None
     assert result.exit_code == 2, result.output
     assert "'teleport'" in result.output and "Traceback" not in result.output and "TypeError" not in result.output
     assert store.status(note) == "Archived"
+
+
+def test_undo_of_a_run_still_running_is_exit_2_and_starts_no_run(db: Db) -> None:
+    store = Store(db.engine)
+    note = store.note("x", AgentID=store.agent(status="Disabled"))
+    report = api.run_phase(at(db.settings, NOW), "prune", engine=db.engine)
+    with db.engine.begin() as conn:  # as a run a crash left behind reads
+        conn.execute(m.run.update().where(m.run.c.ID == report.run_id).values(Status="Running"))
+    with db.engine.connect() as conn:
+        runs_before = conn.execute(sa.select(sa.func.count()).select_from(m.run)).scalar_one()
+    result = cli(db, "undo", report.run_id)
+    assert result.exit_code == 2, result.output
+    assert "still Running" in result.output and "Traceback" not in result.output
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(m.run)).scalar_one() == runs_before
+    assert store.status(note) == "Archived"

@@ -10,6 +10,7 @@ database filters coarsely (down to the shortest retention in force); the per-age
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Optional
@@ -118,18 +119,19 @@ class ArchivePhase:
             refusals = {t: archive_refusal(conn, t, ctx.settings.db_schema) for t in ("AIAgentNote", "AIAgentExample")}
         notes.extend(self._added(overlay, ctx))
 
-        result = ArchiveResult()
+        counts: Counter[str] = Counter()
         note_actions, example_actions = [], []
         for row in notes:
             verdict = note_verdict(row, retention, now)
             if verdict:
-                setattr(result, verdict[0], getattr(result, verdict[0]) + 1)
+                counts[verdict[0]] += 1
                 note_actions.append((row, "archive", verdict[1]))
         for row in examples:
             verdict = example_verdict(row, retention, now, ctx.settings.low_score_threshold)
             if verdict:
-                setattr(result, verdict[0], getattr(result, verdict[0]) + 1)
+                counts[verdict[0]] += 1
                 example_actions.append((row, "archive", verdict[1]))
+        result = ArchiveResult(**counts)
 
         note_status, note_actions = within_refusal(note_actions, refusals["AIAgentNote"], result)
         example_status, example_actions = within_refusal(example_actions, refusals["AIAgentExample"], result)
