@@ -377,6 +377,30 @@ def test_max_pairs_option_maps_to_the_setting(db: Db, monkeypatch: pytest.Monkey
     assert contradictions["input"]["maxPairs"] == 0
 
 
+def test_a_pair_budget_reads_the_verdict_cache_and_the_pauses_once(db: Db) -> None:
+    store = Store(db.engine)
+    agent, user = store.agent(), store.user()
+    for food in ("pizza", "sushi", "pasta"):
+        store.note(f"User likes {food} for lunch.", AgentID=agent, UserID=user)
+    reads: list[tuple[str, int]] = []  # (table, how many keys), of the question keys' reads
+
+    def statement(conn: Any, cursor: Any, text: str, parameters: Any, *rest: Any) -> None:
+        if text.lstrip().upper().startswith("SELECT") and ('"Reply"' in text or "memctl_pause" in text):
+            reads.append(("pause" if "memctl_pause" in text else "verdict", len(parameters)))
+
+    with LLMStub(responder=answer_with(lambda notes: COMPATIBLE)) as stub:
+        detect(db, with_llm(db, stub, max_pairs=1))  # one verdict cached, two pairs left
+        sa.event.listen(db.engine, "before_cursor_execute", statement)
+        try:
+            report = detect(db, with_llm(db, stub, max_pairs=1))
+        finally:
+            sa.event.remove(db.engine, "before_cursor_execute", statement)
+    phase = report.phases[0]
+    assert phase.output["cached"] == 1 and phase.output["questionsAsked"] == 1 and phase.output["pairsLeftForNextRun"] == 1
+    # the three questions' keys are looked up once; the other verdict reads are the settled marks' (one key each)
+    assert [r for r in reads if r[0] == "pause"] == [("pause", 2)] and [r for r in reads if r[1] > 1] == [("verdict", 3), ("pause", 2)]
+
+
 def test_the_offline_judge_is_bounded_by_offline_max_pairs_not_by_llm_calls(db: Db) -> None:
     store = Store(db.engine)
     agent, user = store.agent(), store.user()

@@ -55,7 +55,7 @@ def evaluate_contradictions(settings: Settings, judge: Judge, embedder: Embedder
         engine.dispose()
     result.llm_calls, result.cache_hits = stats.calls, stats.cached
     result.prompt_tokens, result.completion_tokens = stats.usage.prompt_tokens, stats.usage.completion_tokens
-    for pair, answer in zip(pairs, answers, strict=True):
+    for pair, answer in zip(pairs, answers.values(), strict=True):
         reply = answer.reply
         if not isinstance(reply, ContradictionReply):
             result.verdicts.append(Verdict(pair, False, error=answer.error or "no reply"))

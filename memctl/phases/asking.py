@@ -213,13 +213,11 @@ class Triage:
         self.fresh.extend(offset + i for i in part.fresh)
 
 
-def reply_check(judge: Judge, questions: Sequence[Question], valid: Check) -> Check:
-    """Return the check every reply must pass: it copies no example of the prompt, and the phase's `valid`."""
-    return _check({kind: examples_for(judge, kind) for kind in {q.kind for q in questions}}, valid)
-
-
 def _check(examples: Mapping[str, Any], valid: Check) -> Check:
-    """Return `reply_check`'s check over `examples` by kind (thread-safe while `examples` only grows)."""
+    """Return the check every reply must pass: it copies no prompt example (`examples`, by kind), and `valid`.
+
+    Thread-safe while `examples` only grows.
+    """
 
     def check(question: Question, reply: BaseModel) -> Optional[str]:
         return copied_example(examples[question.kind], reply.model_dump(mode="json"), question.inputs) or valid(question, reply)
@@ -262,9 +260,14 @@ def ask_all(
     reply_model: type[BaseModel],
     valid: Check = lambda q, r: None,
     cacheable: Callable[[BaseModel], bool] = lambda r: True,
-) -> tuple[list[Answer], AskStats]:
-    """Answer every question, in order; return the answers (a paused one carries its pause) and the cost."""
-    with Asking(ctx, judge, reply_model, valid, cacheable) as asking:
+    budget: Optional[int] = None,
+) -> tuple[dict[int, Answer], AskStats]:
+    """Answer the questions; return the answers by question index, in order, and the cost.
+
+    A paused question's answer carries its pause. With a `budget`, at most that many questions are
+    asked: every cached and paused one is answered, the questions over it are left out.
+    """
+    with Asking(ctx, judge, reply_model, valid, cacheable, budget=budget) as asking:
         asking.submit(questions)
         return asking.finish()
 
@@ -277,7 +280,8 @@ class Asking:
     submitting piecewise makes the same requests as submitting all at once. Submissions are held
     (up to `HOLD_AT_MOST`) and triaged in one read while sending them would gain nothing: every
     thread is busy, or the last ones needed no request. `eager=False` holds everything until
-    `finish()`. As a context manager, leaving early abandons requests in flight and, on RunStopped,
+    `finish()`. At most `budget` questions are asked, the first ones that need a request; the others
+    get no answer. As a context manager, leaving early abandons requests in flight and, on RunStopped,
     caches what was answered.
     """
 
@@ -289,8 +293,10 @@ class Asking:
         valid: Check = lambda q, r: None,
         cacheable: Callable[[BaseModel], bool] = lambda r: True,
         eager: bool = True,
+        budget: Optional[int] = None,
     ) -> None:
         self.ctx, self.judge, self.reply_model, self.cacheable, self.eager = ctx, judge, reply_model, cacheable, eager
+        self.budget = budget
         self.where = f"while waiting for {judge.model}'s answers"
         self.before = client_counters(judge)
         self.examples: dict[str, Any] = {}  # the prompts' examples by kind, read as kinds are first sent
@@ -344,6 +350,9 @@ class Asking:
         for kind in {q.kind for q in questions} - self.examples.keys():
             self.examples[kind] = examples_for(self.judge, kind)
         part = triage(self.ctx, self.judge, questions, self.reply_model, self.check)
+        if self.budget is not None:
+            part.fresh = part.fresh[: self.budget]
+            self.budget -= len(part.fresh)
         self.questions.extend(questions)
         self.sorted_out.add(part, offset)
         self.answers.extend([None] * len(questions))
@@ -447,8 +456,8 @@ class Asking:
         if self.reporting:
             self.ctx.reporter.advance()
 
-    def finish(self) -> tuple[list[Answer], AskStats]:
-        """Wait for every answer; return them in submission order, and what they cost."""
+    def finish(self) -> tuple[dict[int, Answer], AskStats]:
+        """Wait for every answer; return them by question index in submission order, and what they cost."""
         ctx, judge, stats = self.ctx, self.judge, self.stats
         if self.held:
             self._send()
@@ -471,7 +480,7 @@ class Asking:
             stats.client.update({"questionsBatched": batched, "batchRequests": len(batches), "askedAgainAlone": len(self.spent)})
             if judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
                 stats.client["batchesRefused"] = judge.batch_refusals
-        return [a for a in self.answers if a is not None], stats
+        return {i: a for i, a in enumerate(self.answers) if a is not None}, stats
 
     def _close(self, stopped: bool) -> None:
         """Abandon the requests in flight; when the run was stopped, keep what was answered before."""

@@ -29,7 +29,7 @@ from memctl.llm.base import Judge
 from memctl.llm.copies import outside_vet
 from memctl.llm.questions import pair_data
 from memctl.llm.replies import ContradictionReply
-from memctl.phases.asking import Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer, reply_check, triage
+from memctl.phases.asking import Answer, AskStats, Question, ask_again_output, ask_again_text, ask_all, no_usable_answer
 from memctl.phases.base import Overlay
 from memctl.phases.common import plural
 from memctl.protection import refusal
@@ -183,17 +183,17 @@ class ContradictionPhase:
         questions = [question_for(judge, c, seen) for c in found.candidates]
         model = not judge.rules
         valid = model_reply_problem if model else reply_problem
-        chosen, left = self._select(ctx, judge, questions, valid)
-        plan.input["pairsToAnalyse"] = len(chosen)
+        # every cached and every paused question (answered without a call), then up to the pair budget
+        # of others; a cached reply that no longer passes the checks is asked again and counts against it
+        answered, stats = ask_all(ctx, judge, questions, ContradictionReply, valid=valid, budget=pair_budget(ctx, judge))
+        plan.input["pairsToAnalyse"] = len(answered)
         plan.input["maxPairs"] = pair_budget(ctx, judge)
-        answers, stats = ask_all(ctx, judge, [questions[i] for i in chosen], ContradictionReply, valid=valid)
-        answered = dict(zip(chosen, answers, strict=True))
 
         tally = Tally()
         plan.units = self._units(ctx, [(found.candidates[i], answer) for i, answer in answered.items()], tally, model)
         if marks is not None:
             _record_settled(marks, found, answered, plan.units, tally)
-        _report(plan, len(chosen), left, answers, stats, tally)
+        _report(plan, len(answered), len(questions) - len(answered), list(answered.values()), stats, tally)
         return plan
 
     def _find(self, ctx: PhaseContext, overlay: Overlay, marks: Optional[SettledMarks]) -> tuple["_Found", list[PhaseContext]]:
@@ -262,18 +262,6 @@ class ContradictionPhase:
             quiet = [key for key in groups if key not in unsettled and key not in with_pairs]
             marks.record([mark_of[key] for key in quiet])
             found.mark_of.update((key, mark_of[key]) for key in with_pairs)
-
-    @staticmethod
-    def _select(ctx: PhaseContext, judge: Judge, questions: Sequence[Question], valid: Any) -> tuple[list[int], int]:
-        """Return the questions to answer this run and how many wait.
-
-        Every cached one and every paused one (answered without a call), then up to max_pairs
-        others. A cached reply that no longer passes the checks is asked again and counts
-        against the cap; a paused question does not.
-        """
-        sorted_out = triage(ctx, judge, questions, ContradictionReply, reply_check(judge, questions, valid))
-        asked = sorted_out.fresh[: pair_budget(ctx, judge)]
-        return sorted([*sorted_out.cached, *sorted_out.paused, *asked]), len(sorted_out.fresh) - len(asked)
 
     def _units(self, ctx: PhaseContext, judged: list[tuple[Candidate, Answer]], tally: Tally, model: bool) -> list[Unit]:
         """Turn verdicts into units: revocations first (in priority order), then flags."""

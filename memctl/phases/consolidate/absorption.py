@@ -17,7 +17,7 @@ from memctl.llm.base import Judge, JudgeResult
 from memctl.llm.copies import outside_vet
 from memctl.llm.questions import question_data
 from memctl.llm.replies import AbsorptionReply
-from memctl.phases.asking import Answer, Question, ask_all, reply_check, triage
+from memctl.phases.asking import Answer, Question, ask_all
 from memctl.phases.common import plural
 from memctl.phases.consolidate.rules import TABLE, JudgeGetter, Tally, analysed, expiry, one_line, seen, standing_unit
 from memctl.phases.contradictions import pair_budget
@@ -221,15 +221,12 @@ def _later_wordings(
 
 def ask_absorptions(ctx: PhaseContext, judge: Judge, found: list[AbsorptionCase], tally: Tally) -> tuple[list[AbsorptionCase], int]:
     """Ask the absorption questions: every cached or paused one, and at most the pair budget of new ones."""
-    questions = [c.question for c in found]
     valid = (lambda q, r: None) if judge.rules else quote_problem
-    sorted_out = triage(ctx, judge, questions, AbsorptionReply, reply_check(judge, questions, valid))
-    chosen = [found[i] for i in sorted([*sorted_out.cached, *sorted_out.paused, *sorted_out.fresh[: pair_budget(ctx, judge)]])]
-    answers, stats = ask_all(ctx, judge, [c.question for c in chosen], AbsorptionReply, valid=valid)
+    answers, stats = ask_all(ctx, judge, [c.question for c in found], AbsorptionReply, valid=valid, budget=pair_budget(ctx, judge))
     tally.add(stats)
-    for case, answer in zip(chosen, answers, strict=True):
-        case.answer = answer
-    return chosen, len(found) - len(chosen)
+    for i, answer in answers.items():
+        found[i].answer = answer
+    return [found[i] for i in answers], len(found) - len(answers)
 
 
 def absorption_quotes(question: Question, reply: AbsorptionReply) -> tuple[Quoted, Quoted]:

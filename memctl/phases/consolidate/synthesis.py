@@ -147,7 +147,7 @@ class ClusterQuestions:
         answers, stats = self._asking.finish()
         self.tally.add(stats)
         model = not self.get_judge().rules
-        for case, answer in zip(self.cases, answers, strict=True):
+        for case, answer in zip(self.cases, answers.values(), strict=True):
             case.answer = answer
             _judge_case(self.ctx, case, self.tally if model else None)
         return _attach_vectors(self.ctx, [c for c in self.cases if c.verdict == "consolidated"])
