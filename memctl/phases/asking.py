@@ -297,7 +297,6 @@ class Asking:
     ) -> None:
         self.ctx, self.judge, self.reply_model, self.cacheable, self.eager = ctx, judge, reply_model, cacheable, eager
         self.budget = budget
-        self.where = f"while waiting for {judge.model}'s answers"
         self.before = client_counters(judge)
         self.examples: dict[str, Any] = {}  # the prompts' examples by kind, read as kinds are first sent
         #: why a reply cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)
@@ -311,7 +310,7 @@ class Asking:
         self.quiet = False  # the last questions sorted out needed no request
         self.pool = Pool(ctx.settings.llm_workers)  # threads: the most requests that may be in flight
         self.sent: dict[int, Any] = {}  # pool job -> its batch (indices) or the index asked again alone
-        self.jobs: list[list[int]] = []  # every request sent first, by question indices
+        self.batches: list[int] = []  # how many questions each request of several sent first holds
         self.spent: dict[int, Answer] = {}  # what a batch spent on a question asked again alone
         self.reporting = self.closed = False
 
@@ -372,7 +371,8 @@ class Asking:
         for submission in submissions:
             end = start + len(submission)
             for job in _jobs(self.ctx, self.judge, self.questions, [i for i in fresh if start <= i < end]):
-                self.jobs.append(job)
+                if len(job) > 1:
+                    self.batches.append(len(job))
                 self.sent[self.pool.submit(self._many, job)] = job
             start = end
 
@@ -459,6 +459,7 @@ class Asking:
     def finish(self) -> tuple[dict[int, Answer], AskStats]:
         """Wait for every answer; return them by question index in submission order, and what they cost."""
         ctx, judge, stats = self.ctx, self.judge, self.stats
+        where = f"while waiting for {judge.model}'s answers"
         if self.held:
             self._send()
         fresh = self.sorted_out.fresh
@@ -468,16 +469,14 @@ class Asking:
         if answered:
             ctx.reporter.advance(answered)
         if self.pool.submitted:  # a stop or an error here is closed by __exit__
-            ctx.deadline.check(self.where)
+            ctx.deadline.check(where)
         while self.pool.pending:
-            self._collect([self.pool.next(ctx.deadline, self.where)])
+            self._collect([self.pool.next(ctx.deadline, where)])
         self._close(False)
         self._tally(fresh)
         stats.client = counters_since(judge, self.before)
-        batches = [job for job in self.jobs if len(job) > 1]
-        if batches:
-            batched = sum(len(job) for job in batches)
-            stats.client.update({"questionsBatched": batched, "batchRequests": len(batches), "askedAgainAlone": len(self.spent)})
+        if self.batches:
+            stats.client.update({"questionsBatched": sum(self.batches), "batchRequests": len(self.batches), "askedAgainAlone": len(self.spent)})
             if judge.batch_refusals >= REFUSALS_BEFORE_ALONE:
                 stats.client["batchesRefused"] = judge.batch_refusals
         return {i: a for i, a in enumerate(self.answers) if a is not None}, stats
