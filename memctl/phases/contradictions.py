@@ -185,9 +185,10 @@ class ContradictionPhase:
         valid = model_reply_problem if model else reply_problem
         # every cached and every paused question (answered without a call), then up to the pair budget
         # of others; a cached reply that no longer passes the checks is asked again and counts against it
-        answered, stats = ask_all(ctx, judge, questions, ContradictionReply, valid=valid, budget=pair_budget(ctx, judge))
+        budget = pair_budget(ctx, judge)
+        answered, stats = ask_all(ctx, judge, questions, ContradictionReply, valid=valid, budget=budget)
         plan.input["pairsToAnalyse"] = len(answered)
-        plan.input["maxPairs"] = pair_budget(ctx, judge)
+        plan.input["maxPairs"] = budget
 
         tally = Tally()
         plan.units = self._units(ctx, [(found.candidates[i], answer) for i, answer in answered.items()], tally, model)
