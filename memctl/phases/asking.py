@@ -96,17 +96,21 @@ class AskStats:
 UNUSABLE_FAILS = 5
 
 
-def no_usable_answer(asked: int, failed: int, unusable: int) -> Optional[str]:
+def no_usable_answer(stats: AskStats, first: str, counts: str = "") -> Optional[str]:
     """Return why a phase must fail, or None (DESIGN 4): only when no question got a usable answer.
 
-    "unreachable" when no reply arrived at all, "unusable" when replies arrived and at least
-    `UNUSABLE_FAILS` questions were asked.
+    The LLM could not be reached when no reply arrived at all; replies that arrived were all
+    unusable when at least `UNUSABLE_FAILS` questions were asked. `first`: the first failure;
+    `counts`: what failed, in the phase's words.
     """
+    asked, failed = stats.asked, stats.failed
     if not asked or failed < asked:
         return None
-    if not unusable:
-        return "unreachable"
-    return "unusable" if asked >= UNUSABLE_FAILS else None
+    if not stats.unusable:
+        return f"every judge call failed ({failed}{': ' + counts if counts else ''}): the LLM could not be reached; first: {first}"
+    if asked < UNUSABLE_FAILS:
+        return None
+    return f"no usable answer: every one of the {asked} questions asked got an unusable reply{f' ({counts})' if counts else ''}; first: {first}"
 
 
 #: how many dates the step output lists under "askAgainAt"
@@ -259,7 +263,6 @@ def ask_all(
     questions: Sequence[Question],
     reply_model: type[BaseModel],
     valid: Check = lambda q, r: None,
-    cacheable: Callable[[BaseModel], bool] = lambda r: True,
     budget: Optional[int] = None,
 ) -> tuple[dict[int, Answer], AskStats]:
     """Answer the questions; return the answers by question index, in order, and the cost.
@@ -267,7 +270,7 @@ def ask_all(
     A paused question's answer carries its pause. With a `budget`, at most that many questions are
     asked: every cached and paused one is answered, the questions over it are left out.
     """
-    with Asking(ctx, judge, reply_model, valid, cacheable, budget=budget) as asking:
+    with Asking(ctx, judge, reply_model, valid, budget=budget) as asking:
         asking.submit(questions)
         return asking.finish()
 
@@ -291,12 +294,10 @@ class Asking:
         judge: Judge,
         reply_model: type[BaseModel],
         valid: Check = lambda q, r: None,
-        cacheable: Callable[[BaseModel], bool] = lambda r: True,
         eager: bool = True,
         budget: Optional[int] = None,
     ) -> None:
-        self.ctx, self.judge, self.reply_model, self.cacheable, self.eager = ctx, judge, reply_model, cacheable, eager
-        self.budget = budget
+        self.ctx, self.judge, self.reply_model, self.eager, self.budget = ctx, judge, reply_model, eager, budget
         self.before = client_counters(judge)
         self.examples: dict[str, Any] = {}  # the prompts' examples by kind, read as kinds are first sent
         #: why a reply cannot be used: a copy of the prompt's example, or the phase's `valid` (thread-safe)
@@ -427,8 +428,8 @@ class Asking:
         understood = False
         for k, (i, answer) in enumerate(zip(indices, answers)):
             found = by_item.get(k + 1, [])
-            answer.error = _entry_problem(questions[i], found, self.reply_model, self.check, answer)
-            understood = understood or _one_answer(found, self.reply_model)
+            answer.error, shaped = _entry_problem(questions[i], found, self.reply_model, self.check, answer)
+            understood = understood or shaped
         # Refused only when no question got one answer of the reply's shape: answers that memctl's
         # checks turn down still show a judge that answers batches.
         if not result.outage and not understood and all(answer.error is not None for answer in answers):
@@ -493,7 +494,7 @@ class Asking:
                 self._tally([i for i in self.sorted_out.fresh if self.answers[i] is not None])
 
     def _tally(self, asked: Sequence[int]) -> None:
-        """Count what the questions at `asked` cost, cache their cacheable answers, pause the unusable ones."""
+        """Count what the questions at `asked` cost, cache their usable answers, pause the unusable ones."""
         ctx, model, stats, sorted_out = self.ctx, self.judge.model, self.stats, self.sorted_out
         new_entries, unusable, usable = [], [], []
         for i in asked:
@@ -509,8 +510,7 @@ class Asking:
                     unusable.append((answer.key, kind, model, answer.error or "unusable reply"))
                 continue
             usable.append(answer.key)
-            if self.cacheable(answer.reply):
-                new_entries.append((answer.key, kind, model, answer.reply.model_dump(mode="json")))
+            new_entries.append((answer.key, kind, model, answer.reply.model_dump(mode="json")))
         cache = VerdictCache(ctx.engine, ctx.dry_run)
         cache.forget(sorted_out.keys[i] for i in asked if sorted_out.keys[i] in sorted_out.stale)
         cache.put_many(new_entries, ctx.settings.current_time())
@@ -587,34 +587,25 @@ def _shares(result: JudgeResult, n: int) -> list[tuple[Usage, int]]:
     ]
 
 
-def _one_answer(found: list[Any], reply_model: type[BaseModel]) -> bool:
-    """Whether a question of a batch got exactly one answer of the reply's shape (right or wrong)."""
+def _entry_problem(
+    question: Question, found: list[Any], reply_model: type[BaseModel], valid: Check, answer: Answer
+) -> tuple[Optional[str], bool]:
+    """Check one entry of a batched reply as a single reply is; set `answer.reply` when it passes.
+
+    Return the problem, or None, and whether the question got exactly one answer of the reply's shape (right or wrong).
+    """
     if len(found) != 1:
-        return False
-    try:
-        reply_model.model_validate(found[0])
-    except ValidationError:
-        return False
-    return True
-
-
-def _entry_problem(question: Question, found: list[Any], reply_model: type[BaseModel], valid: Check, answer: Answer) -> Optional[str]:
-    """Check one entry of a batched reply as a single reply is; set `answer.reply` when it passes."""
-    if not found:
-        return "no answer for this question in the reply to several questions"
-    if len(found) > 1:
-        return f"{len(found)} answers for this question in the reply to several questions"
+        return (f"{len(found)} answers" if found else "no answer") + " for this question in the reply to several questions", False
     try:
         reply = reply_model.model_validate(found[0])
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-        return f"answer does not match {reply_model.__name__}: {where}: {first.get('msg')}"
+        return f"answer does not match {reply_model.__name__}: {where}: {first.get('msg')}", False
     problem = _reply_problem(question, json.dumps(found[0], ensure_ascii=False), reply, valid)
-    if problem:
-        return problem
-    answer.reply = reply
-    return None
+    if not problem:
+        answer.reply = reply
+    return problem or None, True
 
 
 def _reply_problem(question: Question, raw: Optional[str], reply: BaseModel, check: Check) -> Optional[str]:

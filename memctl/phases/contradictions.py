@@ -36,7 +36,7 @@ from memctl.protection import refusal
 from memctl.phases.notes import by_partition, is_new, load_notes, note_guard, refreshed, revoke_into, with_vectors
 from memctl.phases.slices import agent_slices, between_slices
 from memctl.llm.offline_merge import note_text
-from memctl.phases.safety import loser_keeps, uniformity
+from memctl.phases.safety import Uniformity, loser_keeps
 from memctl.plan import Mutation, PhasePlan, StepResult, Unit
 from memctl.records import NoteRecord, PartitionKey
 from memctl.settled import SettledMarks, marks_for, notes_digest
@@ -268,8 +268,8 @@ class ContradictionPhase:
         """Turn verdicts into units: revocations first (in priority order), then flags."""
         settings = ctx.settings
         floor = settings.confidence_floor
-        replies = [answer.reply for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
-        uniform = uniformity([r.isContradiction for r in replies], settings.uniform_min_pairs, settings.uniform_share)
+        verdicts = [answer.reply.isContradiction for _, answer in judged if isinstance(answer.reply, ContradictionReply)]
+        uniform = Uniformity(len(verdicts), sum(verdicts), settings.uniform_min_pairs, settings.uniform_share)
         contradictions: list[tuple[Candidate, ContradictionReply, Guard]] = []
         for pair, answer in judged:
             reply = answer.reply
@@ -487,14 +487,9 @@ def _report(plan: PhasePlan, chosen: int, left: int, answers: Sequence[Answer], 
     if tally.veto_reasons:
         plan.output["vetoReasons"] = tally.veto_reasons[:10]
     plan.message = _message(result, stats, tally, plan.input["maxPairs"], plan.output.get("askAgainAt", {}))
-    failed = no_usable_answer(stats.asked, stats.failed, stats.unusable)
-    if failed == "unreachable":
-        # no reply arrived at all: broken configuration or server, an operator must know
-        plan.outcome = "failed"
-        plan.error = f"every judge call failed ({stats.failed}): the LLM could not be reached; first: {failures[0]}"
-    elif failed == "unusable":
-        plan.outcome = "failed"
-        plan.error = f"no usable answer: every one of the {stats.asked} questions asked got an unusable reply; first: {failures[0]}"
+    error = no_usable_answer(stats, failures[0] if failures else "")
+    if error:  # e.g. no reply arrived at all: broken configuration or server, an operator must know
+        plan.outcome, plan.error = "failed", error
 
 
 def _nothing(plan: PhasePlan, message: str) -> PhasePlan:

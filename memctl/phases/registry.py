@@ -8,21 +8,9 @@ from memctl.phases.consolidate import ConsolidatePhase
 from memctl.phases.contradictions import ContradictionPhase
 from memctl.phases.prune import PrunePhase
 
-STEP_NAMES = {
-    "consolidate": "Consolidate Related Notes",
-    "contradictions": "Detect Note Contradictions",
-    "prune": "Prune Stale References",
-    "archive": "Archive Expired Items",
-}
+PHASES = {cls.name: cls for cls in (ConsolidatePhase, ContradictionPhase, PrunePhase, ArchivePhase)}
+STEP_NAMES = {name: cls.step_name for name, cls in PHASES.items()}
 
 
 def phase(name: str) -> Phase:
-    if name == "consolidate":
-        return ConsolidatePhase()
-    if name == "contradictions":
-        return ContradictionPhase()
-    if name == "prune":
-        return PrunePhase()
-    if name == "archive":
-        return ArchivePhase()
-    raise KeyError(name)
+    return PHASES[name]()

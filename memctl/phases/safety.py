@@ -80,7 +80,3 @@ class Uniformity:
             "so none of its contradiction verdicts was applied; measure the model with `memctl eval`"
         )
 
-
-def uniformity(verdicts: Sequence[bool], min_pairs: int, share: float) -> Uniformity:
-    """Return the uniformity of a run's verdicts (True = called a contradiction)."""
-    return Uniformity(len(verdicts), sum(verdicts), min_pairs, share)

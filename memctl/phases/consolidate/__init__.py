@@ -371,18 +371,12 @@ def _fail_without_answers(
     plan: PhasePlan, out: "ConsolidateResult", tally: Tally, cases: Sequence[ClusterCase], absorptions: Sequence[AbsorptionCase]
 ) -> None:
     """Fail the phase when no question got a usable answer: an outage or an always-unusable model is not "done, N failed"."""
-    failed = no_usable_answer(tally.asked, tally.failed, tally.unusable)
-    if not failed:
-        return
     first = next((c.why for c in cases if c.verdict in ("invalid", "failed")), "") or next(
         (c.answer.error for c in absorptions if c.answer is not None and c.answer.error and c.answer.paused is None), ""
     )
-    plan.outcome = "failed"
-    counts = f"{plural(out.clusters_invalid, 'cluster')} invalid, {out.clusters_failed} failed"
-    if failed == "unreachable":
-        plan.error = f"every judge call failed ({tally.failed}: {counts}): the LLM could not be reached; first: {first}"
-    else:
-        plan.error = f"no usable answer: every one of the {tally.asked} questions asked got an unusable reply ({counts}); first: {first}"
+    error = no_usable_answer(tally, first, f"{plural(out.clusters_invalid, 'cluster')} invalid, {out.clusters_failed} failed")
+    if error:
+        plan.outcome, plan.error = "failed", error
 
 
 def _absorption_targets(
@@ -570,7 +564,7 @@ def _result(
         absorptions_checked=checked, absorptions_deferred=deferred, notes_absorbed=absorbed,
         absorptions_vetoed=tally.absorptions_vetoed, merges_vetoed=tally.merges_vetoed, llm_calls=tally.calls,
         questions_asked=tally.asked, failed_replies=tally.failed, unusable_replies=tally.unusable, questions_paused=tally.paused,
-        cache_hits=tally.cache_hits, prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
-        tokens=tally.prompt_tokens + tally.completion_tokens, vectors_stored=vectors.stored, vectors_cached=vectors.cached,
+        cache_hits=tally.cached, prompt_tokens=tally.usage.prompt_tokens, completion_tokens=tally.usage.completion_tokens,
+        tokens=tally.usage.total, vectors_stored=vectors.stored, vectors_cached=vectors.cached,
         vectors_computed=vectors.computed,
     )

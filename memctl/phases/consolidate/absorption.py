@@ -49,21 +49,21 @@ class AbsorptionCase:
 
 
 def best_cover(
-    narrow: np.ndarray, broad: np.ndarray, threshold: float, narrow_expiry: np.ndarray, broad_expiry: np.ndarray, block: int = BLOCK
+    narrow: np.ndarray, broad: np.ndarray, threshold: float, narrow_expiry: np.ndarray, broad_expiry: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return, per row of `narrow`, the index of its most similar row of `broad` and that cosine.
 
     Only pairs with cosine >= threshold whose broad row expires no earlier (inf: never) count; rows
-    without one get -1. Blocks keep memory at block x block floats; ties go to the lower index.
+    without one get -1. Blocks keep memory at BLOCK x BLOCK floats; ties go to the lower index.
     """
     n = len(narrow)
     best = np.full(n, -1, dtype=np.int64)
     sims = np.full(n, -np.inf, dtype=np.float32)
     t = np.float32(threshold)
-    for r0 in range(0, n, block):
-        r1 = min(n, r0 + block)
-        for c0 in range(0, len(broad), block):
-            c1 = min(len(broad), c0 + block)
+    for r0 in range(0, n, BLOCK):
+        r1 = min(n, r0 + BLOCK)
+        for c0 in range(0, len(broad), BLOCK):
+            c1 = min(len(broad), c0 + BLOCK)
             s = narrow[r0:r1] @ broad[c0:c1].T
             s = np.where(broad_expiry[None, c0:c1] >= narrow_expiry[r0:r1, None], s, -np.inf).astype(np.float32)
             # within TIE of the best: a float32 product's last bits depend on the column's position

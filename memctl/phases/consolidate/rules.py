@@ -195,15 +195,7 @@ def revoked_ids(unit: Unit) -> list[str]:
 
 
 @dataclass
-class Tally:
-    calls: int = 0
-    cache_hits: int = 0
-    asked: int = 0
-    failed: int = 0
-    unusable: int = 0
-    paused: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+class Tally(AskStats):
     #: notes of a cluster left out of its merge: another subject, a conflicting value, contested
     kept_apart: int = 0
     clusters_split: int = 0
@@ -213,18 +205,15 @@ class Tally:
     #: absorption "yes" answers dropped: hard evidence lost (`absorption_veto`), or a model's quotes do not hold
     absorptions_vetoed: int = 0
     veto_reasons: list[str] = field(default_factory=list)
-    client: dict[str, int] = field(default_factory=dict)
-    ask_again: dict[datetime, int] = field(default_factory=dict)
 
     def add(self, stats: AskStats) -> None:
         self.asked += stats.asked
+        self.cached += stats.cached
         self.failed += stats.failed
         self.unusable += stats.unusable
         self.paused += stats.paused
+        self.calls += stats.calls
+        self.usage = self.usage + stats.usage
         for when, count in stats.ask_again.items():
             self.ask_again[when] = self.ask_again.get(when, 0) + count
-        self.calls += stats.calls
-        self.cache_hits += stats.cached
-        self.prompt_tokens += stats.usage.prompt_tokens
-        self.completion_tokens += stats.usage.completion_tokens
         add_client_counters(self.client, stats.client)
