@@ -110,7 +110,8 @@ def no_usable_answer(stats: AskStats, first: str, counts: str = "") -> Optional[
         return f"every judge call failed ({failed}{': ' + counts if counts else ''}): the LLM could not be reached; first: {first}"
     if asked < UNUSABLE_FAILS:
         return None
-    return f"no usable answer: every one of the {asked} questions asked got an unusable reply{f' ({counts})' if counts else ''}; first: {first}"
+    counted = f" ({counts})" if counts else ""
+    return f"no usable answer: every one of the {asked} questions asked got an unusable reply{counted}; first: {first}"
 
 
 #: how many dates the step output lists under "askAgainAt"
