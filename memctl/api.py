@@ -132,16 +132,9 @@ def apply_plan(settings: Settings, path: str, reporter: Optional[Reporter] = Non
 def undo(settings: Settings, run_id: str, dry_run: bool = False, force: bool = False, reporter: Optional[Reporter] = None, engine: Optional[Engine] = None) -> RunReport:
     """Put back every record a run changed (a recorded run itself)."""
     engine = engine or open_store(settings)
-    run_id = find_run(engine, run_id)
-    _require_undoable(engine, run_id)
+    run_id = _undoable(engine, run_id)
     ctx = context(settings, engine, RunOptions(dry_run=dry_run), reporter)
     return execute(ctx, "memctl undo", [UndoPhase(run_id, force)], dry_run=dry_run, run_name=f"memctl undo {run_id}")
-
-
-def find_run(engine: Engine, run_id: str) -> str:
-    """Return the full ID of the run `run_id` names (its ID or a unique prefix of at least 4 characters)."""
-    with read(engine) as conn:
-        return resolve_run_id(conn, run_id)
 
 
 def runs(settings: Settings, limit: int = 20, all_agents: bool = False, engine: Optional[Engine] = None) -> list[dict[str, Any]]:
@@ -198,9 +191,11 @@ def review_resolve(
     return settle(context(settings, engine, RunOptions(dry_run=dry_run), reporter), pair_id, keep=keep, dismiss=dismiss, dry_run=dry_run)
 
 
-def _require_undoable(engine: Engine, run_id: str) -> None:
-    """Refuse a run that is missing or still Running, or whose change log holds actions this memctl does not know."""
+def _undoable(engine: Engine, run_id: str) -> str:
+    """Return the full ID of the run `run_id` names (its ID or a unique prefix of at least 4 characters);
+    refuse a run that is missing or still Running, or whose change log holds actions this memctl does not know."""
     with read(engine) as conn:
+        run_id = resolve_run_id(conn, run_id)
         status = conn.execute(sa.select(m.run.c.Status).where(m.run.c.ID == run_id)).scalar()
         if status is None:
             raise UsageError(f"no run {run_id} in this store (see `memctl runs list`)")
@@ -212,6 +207,7 @@ def _require_undoable(engine: Engine, run_id: str) -> None:
             f"run {run_id}'s change log holds action(s) {', '.join(repr(a) for a in unknown)} that this version of memctl does not know; "
             "nothing undone (undo it with the memctl version that made it)"
         )
+    return run_id
 
 
 def clear_cache(settings: Settings, model: Optional[str] = None, verdicts: bool = False, engine: Optional[Engine] = None) -> dict[str, int]:

@@ -24,11 +24,6 @@ from memctl.store import models as m
 from memctl.store.engine import write
 
 
-def holder_name() -> str:
-    """Describe this process for the lock row (host and pid)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 @dataclass(frozen=True)
 class LeaseRefused:
     """Someone else holds a live lease."""
@@ -152,7 +147,7 @@ def acquire(
     A live lease that `overlaps` it refuses it. With `deadline_seconds` the lease never expires
     later than that many seconds from now.
     """
-    holder = holder or holder_name()
+    holder = holder or f"{socket.gethostname()}:{os.getpid()}"  # this process: host and pid
     now = clock()
     lease = Lease(engine, name, holder, run_id, seconds, clock, deadline_seconds)
     expires = lease.expiry(now)

@@ -323,12 +323,9 @@ def _refused(recorder: RunRecorder, command: str, refused: leases.LeaseRefused, 
     "Check Run Lease" step, says so on stderr and in the metrics, and exits 1.
     """
     held = f"the store is locked by {refused.holder} (run {refused.run_id}, lease until {refused.expires_at})"
-    now = settings.current_time()
-    if refused.acquired_at is None:
-        return RunReport(command, "locked", f"{held}; nothing done", gate=gate_info)
-    held_for = (now - refused.acquired_at).total_seconds()
+    held_for = (settings.current_time() - refused.acquired_at).total_seconds() if refused.acquired_at is not None else 0.0
     overdue = held_for - settings.run_deadline_seconds
-    if overdue <= OVERDUE_GRACE_SECONDS:
+    if refused.acquired_at is None or overdue <= OVERDUE_GRACE_SECONDS:
         return RunReport(command, "locked", f"{held}; nothing done", gate=gate_info)
     message = (
         f"{held}, taken {held_for:.0f} s ago: {overdue:.0f} s past the run deadline ({settings.run_deadline_seconds:g} s), "
@@ -404,8 +401,7 @@ def _run_phase(ctx: PhaseContext, phase: Phase, overlay: Overlay, recorder: Reco
 def _plan_phase(ctx: PhaseContext, phase: Phase, overlay: Overlay, plan: Plan, run: _PhaseRun, dry_run: bool) -> PhasePlan:
     """Plan the phase into `plan` and its report; a failed plan raises PhaseError."""
     report = run.report
-    run.phase_plan = phase.plan(ctx, overlay)
-    phase_plan = run.phase_plan
+    phase_plan = run.phase_plan = phase.plan(ctx, overlay)
     preview.attach_texts(ctx.engine, phase_plan, {n.id: n.note for n in overlay.added} if dry_run else None)
     plan.phases.append(phase_plan)
     report.input, report.output, report.message = dict(phase_plan.input), dict(phase_plan.output), phase_plan.message

@@ -38,7 +38,6 @@ GUARD_COLUMNS = {
 # Columns the database may set itself (defaults, MJ's update triggers): never guarded, never
 # compared by undo.
 DATABASE_STAMPED = ("__mj_UpdatedAt",)
-TABLES = tuple(GUARD_COLUMNS)
 
 Outcome = Literal["planned", "no items", "skipped", "not available", "failed"]
 

@@ -190,8 +190,9 @@ def _insert_problem(mutation: Mutation, settings: Settings) -> Optional[str]:
     return None
 
 
-def _scope(state: Mapping[str, Any]) -> tuple:
-    return partition_key(note_record({"ID": "", **{c: state.get(c) for c in SCOPE_COLUMNS}}, with_vector=False))
+def scope_key(state: Mapping[str, Any], prefix: str = "") -> tuple:
+    """Return the partition key of the scope columns in `state` (named with `prefix`)."""
+    return partition_key(note_record({"ID": "", **{c: state.get(prefix + c) for c in SCOPE_COLUMNS}}, with_vector=False))
 
 
 def _moment(value: Any) -> Optional[datetime]:
@@ -262,10 +263,10 @@ def _insert_unit_problem(unit: Unit, mutation: Mutation, planned_at: Optional[da
     sources = _revoked_into(unit, mutation)
     if not sources:
         return "no note of the unit is consolidated into the inserted note"
-    scope = _scope(mutation.values)
+    scope = scope_key(mutation.values)
     for source in sources:
-        if _scope(source.guard or {}) != scope:
-            return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(_scope(source.guard or {}))}"
+        if (theirs := scope_key(source.guard or {})) != scope:
+            return f"the inserted note's scope {_render(scope)} is not its source {source.record_id}'s {_render(theirs)}"
     try:
         why = _inherited_problem(mutation.values, [source.guard or {} for source in sources], planned_at)
     except (TypeError, ValueError, OverflowError):
@@ -289,12 +290,12 @@ def _revoke_unit_problem(unit: Unit, mutation: Mutation, phase: str) -> Optional
     target = {mu.record_id.lower(): mu for mu in unit.mutations}.get(target_id)
     if target is None or target.action not in ("insert", "check", "credit", "annotate") or target_id == mutation.record_id.lower():
         return "the note it is revoked into is not guarded by the same unit"
-    source_scope = _scope(mutation.guard or {})
+    source_scope = scope_key(mutation.guard or {})
     if target.action == "insert":
         return None  # the insert's own check compares the scopes
     if (target.guard or {}).get("Status") != "Active":
         return f"the note it is revoked into ({target_id}) is not Active"
-    target_scope = _scope(target.guard or {})
+    target_scope = scope_key(target.guard or {})
     if phase == "contradictions" and target_scope != source_scope:
         return f"a contradiction's loser is revoked only in favour of a note of its own scope, not {_render(target_scope)}"
     if target.action in ("credit", "annotate") and target_scope != source_scope:

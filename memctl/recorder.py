@@ -58,23 +58,10 @@ class FinishedStep:
     error: Optional[str] = None
 
 
-@dataclass
-class NullRecorder:
-    """Records nothing (dry-run)."""
+class NullRecorder(Recorder):
+    """Records nothing (dry-run): the protocol's methods do nothing."""
 
     run_id: Optional[str] = None
-
-    def start_step(self, name: str, step_type: str = "Decision", input_data: Any = None, parent_id: Optional[str] = None) -> Optional[str]:
-        return None
-
-    def finish_step(self, step_id: Optional[str], *, success: bool, output_data: Any = None, error: Optional[str] = None, input_data: Any = None) -> None:
-        return None
-
-    def record_steps(self, steps: Sequence[FinishedStep], parent_id: Optional[str] = None) -> None:
-        return None
-
-    def finish_run(self, *, success: bool, message: str, result: Any = None, error: Optional[str] = None, status: Optional[str] = None) -> None:
-        return None
 
 
 def ensure_memctl_agent(conn: sa.Connection, now: datetime) -> None:

@@ -23,13 +23,13 @@ from memctl.protection import refusal
 from memctl.phases.common import lookup_ids
 from memctl.pipeline import FixedPlanPhase, RunReport, execute
 from memctl.plan import Mutation, PhasePlan, Unit, guard_of, jsonable
+from memctl.runs import MIN_PREFIX
 from memctl.store import models as m
 from memctl.store.ids import id_in
 from memctl.store.engine import read
 
 RUN_NAME = "memctl review resolve"
 STEP_NAME = "Resolve Flagged Contradiction"
-MIN_PREFIX = 4
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from memctl.plan import SCOPE_COLUMNS
+from memctl.plancheck import scope_key
 from memctl.protection import guarded_rows, refusal, tier_of
-from memctl.records import broader_keys, note_record
-from memctl.similarity import partition_key
+from memctl.records import broader_keys
 from memctl.store import models as m
 from memctl.store.changes import INTO_SCOPE
 from memctl.store.ids import chunks, id_in
@@ -87,10 +87,6 @@ def verify(engine: Engine) -> list[Breach]:
     return breaches
 
 
-def _scope(row: Mapping[str, Any], prefix: str = "") -> tuple:
-    return partition_key(note_record({"ID": "", **{c: row[prefix + c] for c in SCOPE_COLUMNS}}, with_vector=False))
-
-
 def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
     """Find notes revoked into one their audience cannot see, and consolidated notes outside a source's scope."""
     breaches = []
@@ -99,7 +95,7 @@ def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
         if row["TargetID"] is None:
             continue
         rid, target = str(row["ID"]).lower(), str(row["TargetID"]).lower()
-        own, into = _scope(row), _scope(row, "Target")
+        own, into = scope_key(row), scope_key(row, "Target")
         if into != own and into not in broader_keys(own):
             breaches.append(Breach("scope", rid, f"revoked into note {target}, which its audience cannot see (scope {into} is not {own} or broader)"))
         elif (then := logged.get(rid)) is not None and into != then and then not in broader_keys(into):
@@ -118,10 +114,10 @@ def _scope_breaches(conn: sa.Connection, linked: list) -> list[Breach]:
     scopes: dict[str, tuple] = {}
     for chunk in chunks(wanted):
         for source in conn.execute(sa.select(n.c.ID, *[n.c[c] for c in SCOPE_COLUMNS]).where(id_in(n, chunk, conn))).mappings():
-            scopes[str(source["ID"]).lower()] = _scope(source)
+            scopes[str(source["ID"]).lower()] = scope_key(source)
     for row in derived:
         rid = str(row["ID"]).lower()
-        mine = _scope(row)
+        mine = scope_key(row)
         for source_id in sorted(sources.get(rid, ())):
             if source_id in scopes and scopes[source_id] != mine:
                 breaches.append(Breach("scope", rid, f"consolidated note in scope {mine}, but its source {source_id} is in scope {scopes[source_id]}"))
@@ -143,7 +139,7 @@ def _scopes_at_revocation(conn: sa.Connection, linked: list) -> dict[str, tuple]
             after = _after(change)
             scope = after.get(INTO_SCOPE) if isinstance(after, dict) else None
             if isinstance(scope, dict) and str(after.get("ConsolidatedIntoNoteID")).lower() == current[rid]:
-                scopes[rid] = _scope({c: scope.get(c) for c in SCOPE_COLUMNS})
+                scopes[rid] = scope_key(scope)
     return scopes
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import typer
@@ -31,65 +32,37 @@ def dream(
     _run(_state(), as_json, quiet, lambda s, r: api.dream(s, options, force=force, reporter=r), metrics_file, fmt)
 
 
-def _phase_command(name: str, doc: str) -> None:
+def _phase_command(name: str, doc: str, *extra: str) -> None:
+    """Register the command of one phase; of --max-pairs and --replan it takes only those in `extra`."""
+
     @guarded
     def command(
         dry_run: DryRun = False,
         agent: Agent = None,
         plan_out: PlanOut = None,
         shard: Shard = None,
+        max_pairs: MaxPairs = None,
+        replan: Replan = False,
         metrics_file: MetricsFile = None,
         as_json: AsJson = False,
         quiet: Quiet = False,
         fmt: Format = "text",
     ) -> None:
+        _state().flags.update(max_pairs=max_pairs, replan=replan or None)  # None: not given
         options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
         _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, name, options, reporter=r), metrics_file, fmt)
 
+    # Typer reads the options off the signature: the command shows and accepts only its own
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name not in ("max_pairs", "replan") or p.name in extra]
+    command.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
     command.__doc__ = doc
     command.__name__ = name
     app.command(name=name)(command)
 
 
-@app.command("consolidate")
-@guarded
-def consolidate(
-    dry_run: DryRun = False,
-    agent: Agent = None,
-    plan_out: PlanOut = None,
-    shard: Shard = None,
-    replan: Replan = False,
-    metrics_file: MetricsFile = None,
-    as_json: AsJson = False,
-    quiet: Quiet = False,
-    fmt: Format = "text",
-) -> None:
-    """Merge clusters of similar notes into one note each (phase 1; not gated)."""
-    _state().flags["replan"] = replan or None
-    options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "consolidate", options, reporter=r), metrics_file, fmt)
-
-
-@app.command("contradictions")
-@guarded
-def contradictions(
-    dry_run: DryRun = False,
-    agent: Agent = None,
-    plan_out: PlanOut = None,
-    shard: Shard = None,
-    max_pairs: MaxPairs = None,
-    replan: Replan = False,
-    metrics_file: MetricsFile = None,
-    as_json: AsJson = False,
-    quiet: Quiet = False,
-    fmt: Format = "text",
-) -> None:
-    """Find contradicting notes and revoke the less authoritative one (phase 2; not gated)."""
-    _state().flags.update(max_pairs=max_pairs, replan=replan or None)
-    options = api.RunOptions(dry_run=dry_run, agent=agent, shard=shard, plan_out=plan_out)
-    _run(_state(), as_json, quiet, lambda s, r: api.run_phase(s, "contradictions", options, reporter=r), metrics_file, fmt)
-
-
+_phase_command("consolidate", "Merge clusters of similar notes into one note each (phase 1; not gated).", "replan")
+_phase_command("contradictions", "Find contradicting notes and revoke the less authoritative one (phase 2; not gated).", "max_pairs", "replan")
 _phase_command("prune", "Archive notes whose agent, user, company or conversation is gone (phase 3; not gated).")
 _phase_command("archive", "Archive expired notes and examples, and stale auto-generated ones (phase 4; not gated).")
 

@@ -41,13 +41,7 @@ def _resolve(model: str) -> str:
 class SentenceTransformerEmbedder:
     """Embed texts with a sentence-transformers model on the local CPU (or GPU)."""
 
-    def __init__(
-        self,
-        model_name_or_path: str = DEFAULT_MODEL,
-        batch_size: int = 64,
-        device: str | None = None,
-        name: str | None = None,
-    ) -> None:
+    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, name: str | None = None) -> None:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -56,16 +50,13 @@ class SentenceTransformerEmbedder:
         self.name = name or model_name_or_path
         self.batch_size = batch_size
         source = _resolve(model_name_or_path)
-        self._model = SentenceTransformer(source, device=device, local_files_only=Path(source).is_dir())
-
-    def _dimension(self) -> int:
-        # sentence-transformers 5.x renamed get_sentence_embedding_dimension
-        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        return int(getter())
+        self._model = SentenceTransformer(source, local_files_only=Path(source).is_dir())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return a (len(texts), dim) float32 array of unit rows (zero rows for empty text)."""
-        out = np.zeros((len(texts), self._dimension()), dtype=np.float32)
+        # sentence-transformers 5.x renamed get_sentence_embedding_dimension
+        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        out = np.zeros((len(texts), int(dimension())), dtype=np.float32)
         todo = [i for i, text in enumerate(texts) if text and text.strip()]
         if todo:
             vectors = self._model.encode(

@@ -103,9 +103,9 @@ class AdaptiveLimiter(Limiter):
     QUEUE_RATIO = 1.5
     MIN_WINDOW = 3
 
-    def __init__(self, ceiling: int, start: Optional[int] = None) -> None:
+    def __init__(self, ceiling: int) -> None:
         super().__init__(ceiling)
-        self._start = max(1, min(ceiling, start if start is not None else self.START))
+        self._start = max(1, min(ceiling, self.START))
         self.limit = 1  # until the first reply: the first request pays first-use costs, must not also queue
         self._bounds = [self.limit]
         self._warming = True

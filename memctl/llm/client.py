@@ -205,10 +205,8 @@ class LLMClient:
                 overloaded = timed_out = True
                 self._count("timeouts")
                 reason, retryable, hint = f"timed out after {self.timeout:g}s", True, None
-            except openai.APIConnectionError as exc:
+            except (openai.APIConnectionError, CallDropped) as exc:
                 reason, retryable, hint = f"connection error: {self._describe(exc.__cause__ or exc)}", True, None
-            except CallDropped as exc:
-                reason, retryable, hint = f"connection error: {self._describe(exc)}", True, None
             except ReplyTooLarge as exc:
                 return self._failure(f"reply too large ({exc})", usage, calls, raw=exc.head, retried=False, answered=True)
             except Exception as exc:  # noqa: BLE001 - a per-call failure must not abort the phase

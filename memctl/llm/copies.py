@@ -35,16 +35,21 @@ def normal(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(" .!?\"'")
 
 
-def strings(data: Any) -> Iterator[str]:
-    """Yield every string in JSON-like `data` (values of objects, items of lists)."""
+def strings(data: Any, keys: Optional[tuple[str, ...]] = None) -> Iterator[str]:
+    """Yield every string in JSON-like `data` (values of objects, items of lists); with `keys`, only
+    the string values of those keys (at any depth)."""
     if isinstance(data, str):
-        yield data
+        if keys is None:
+            yield data
     elif isinstance(data, Mapping):
-        for value in data.values():
-            yield from strings(value)
+        for key, value in data.items():
+            if keys is not None and key in keys and isinstance(value, str):
+                yield value
+            else:
+                yield from strings(value, keys)
     elif isinstance(data, (list, tuple)):
         for value in data:
-            yield from strings(value)
+            yield from strings(value, keys)
 
 
 @lru_cache(maxsize=16)
@@ -68,18 +73,6 @@ def examples_for(judge: Judge, kind: str) -> frozenset[str]:
     return example_texts(f"{template.system}\n{template.user_template}")
 
 
-def _own_words(data: Any) -> Iterator[str]:
-    if isinstance(data, Mapping):
-        for key, value in data.items():
-            if key in _OWN_WORDS and isinstance(value, str):
-                yield value
-            else:
-                yield from _own_words(value)
-    elif isinstance(data, (list, tuple)):
-        for value in data:
-            yield from _own_words(value)
-
-
 def copied_example(examples: frozenset[str], reply: Any, inputs: Any) -> Optional[str]:
     """Return why `reply` (JSON data) copies the prompt's example instead of answering, or None.
 
@@ -89,7 +82,7 @@ def copied_example(examples: frozenset[str], reply: Any, inputs: Any) -> Optiona
     if not examples:
         return None
     own: Optional[set[str]] = None
-    for text in _own_words(reply):
+    for text in strings(reply, _OWN_WORDS):
         key = normal(text)
         if key in examples:
             own = {normal(s) for s in strings(inputs)} if own is None else own

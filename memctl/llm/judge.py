@@ -124,11 +124,7 @@ class LLMJudge(Judge):
         """
         schema, schema_name = BATCH_KINDS[kind]
         system, user = self._render_many(kind, items, reference_date)
-        reply_tokens = self.batch_reply_tokens(kind, items)
-        too_big = self._overflow(kind, system, user, reply_tokens, schema)
-        if too_big:
-            return JudgeResult(reply=None, error=too_big)
-        return self.client.complete_json(system, user, BatchReply, schema_name, max_tokens=reply_tokens, schema_model=schema)
+        return self._send(kind, system, user, self.batch_reply_tokens(kind, items), BatchReply, schema_name, schema)
 
     def batch_fits(self, kind: str, items: Sequence[Any], reference_date: Optional[str] = None) -> bool:
         """Return whether asking `items` in one request fits the context window (always, without a limit)."""
@@ -178,8 +174,13 @@ class LLMJudge(Judge):
 
     def _ask(self, kind: str, data: Any, reply_tokens: int, reference_date: Optional[str] = None) -> JudgeResult:
         _, reply_model, schema_name = KINDS[kind]
-        system, user = self._render(kind, data, reference_date)
-        too_big = self._overflow(kind, system, user, reply_tokens)
+        return self._send(kind, *self._render(kind, data, reference_date), reply_tokens, reply_model, schema_name)
+
+    def _send(
+        self, kind: str, system: str, user: str, reply_tokens: int, reply_model: type[BaseModel], schema_name: str,
+        schema: Optional[type[BaseModel]] = None,
+    ) -> JudgeResult:
+        too_big = self._overflow(kind, system, user, reply_tokens, schema)
         if too_big:
             return JudgeResult(reply=None, error=too_big)
-        return self.client.complete_json(system, user, reply_model, schema_name, max_tokens=reply_tokens)
+        return self.client.complete_json(system, user, reply_model, schema_name, max_tokens=reply_tokens, schema_model=schema)

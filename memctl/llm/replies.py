@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 NOTE_TYPES = ("Preference", "Constraint", "Context", "Example", "Issue")
@@ -126,31 +126,16 @@ class _ItemNumber(BaseModel):
     item: int
 
 
-class ConsolidationItem(ConsolidationReply, _ItemNumber):
-    pass
+def _batch(reply: type[_Reply]) -> type[_Reply]:
+    """Return the schema sent with a request of several `reply` questions (parsed as BatchReply).
+
+    Its `answers` are `reply`s plus their `item` number; the class names (ContradictionItem...) are sent in its $defs.
+    """
+    kind = reply.__name__.removesuffix("Reply")
+    item = type(f"{kind}Item", (reply, _ItemNumber), {"__module__": __name__})
+    return create_model(f"{kind}Batch", __base__=_Reply, __module__=__name__, answers=(list[item], ...))
 
 
-class ContradictionItem(ContradictionReply, _ItemNumber):
-    pass
-
-
-class AbsorptionItem(AbsorptionReply, _ItemNumber):
-    pass
-
-
-class ConsolidationBatch(_Reply):
-    """The schema sent with a request of several consolidation questions (parsed as BatchReply)."""
-
-    answers: list[ConsolidationItem]
-
-
-class ContradictionBatch(_Reply):
-    """The schema sent with a request of several contradiction questions (parsed as BatchReply)."""
-
-    answers: list[ContradictionItem]
-
-
-class AbsorptionBatch(_Reply):
-    """The schema sent with a request of several absorption questions (parsed as BatchReply)."""
-
-    answers: list[AbsorptionItem]
+ConsolidationBatch = _batch(ConsolidationReply)
+ContradictionBatch = _batch(ContradictionReply)
+AbsorptionBatch = _batch(AbsorptionReply)

@@ -215,7 +215,7 @@ def _subjects(p: _Pair) -> Optional[Decision]:
     if template and subject is not None and rule is None and not exclusive:
         return Decision(DIFFERENT, f"different subjects: {_joined(subject.left, p.spaceless)} / {_joined(subject.right, p.spaceless)}",
                         evidence="position", template=True, sentences=pair)
-    related = bool(set(_content_index(x, len(x))) & set(_content_index(y, len(y))) - a.hard - b.hard)
+    related = bool(set(_content_index(x)) & set(_content_index(y)) - a.hard - b.hard)
     if not template and rule is None and related:
         open_a, open_b = opening_hard(a) - b.hard, opening_hard(b) - a.hard
         if open_a or open_b:  # "Проект «Орбита»" / "Проект «Орбита-2»": one names what the other does not
@@ -395,8 +395,7 @@ def _free(sentence: Sentence) -> frozenset[str]:
 
 def _anchors(sentence: Sentence) -> list[str]:
     """Return the words that say what a sentence is about besides its subject: no opener, cue, hedge or function word."""
-    words = [w for w in sentence.words if w not in lexicon.FREE_WORDS and w not in lexicon.FUNCTION_WORDS]
-    return [w for w in words[1:] if w not in lexicon.OPENER_WORDS and not lexicon.cue(w)]
+    return [w for w in _content_index(sentence.words)[1:] if w not in lexicon.OPENER_WORDS and not lexicon.cue(w)]
 
 
 def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Optional[Decision]:
@@ -415,8 +414,7 @@ def _unsure(a: Sentence, b: Sentence, denying: Optional[Sentence] = None) -> Opt
     if not same_subject:
         # the subject is named elsewhere in one of them ("The plan of the customer is Basic." / "The customer moved to Premium."):
         # two words in common, whatever their place
-        anchors_a, anchors_b = [w for w in a.words if w not in lexicon.FUNCTION_WORDS and w not in lexicon.FREE_WORDS and not lexicon.cue(w)], [
-            w for w in b.words if w not in lexicon.FUNCTION_WORDS and w not in lexicon.FREE_WORDS and not lexicon.cue(w)]
+        anchors_a, anchors_b = ([w for w in _content_index(s.words) if not lexicon.cue(w)] for s in (a, b))
     shared = [w for w in anchors_a if any(_inflection_or_same(w, v) for v in anchors_b)]
     if not same_subject and len(shared) < 2:
         return None
@@ -463,7 +461,8 @@ def opening_hard(sentence: Sentence) -> frozenset[str]:
     return frozenset(w for i, w in enumerate(words) if i < reach and w in sentence.hard)
 
 
-def _content_index(words: Sequence[str], end: int) -> list[str]:
+def _content_index(words: Sequence[str], end: Optional[int] = None) -> list[str]:
+    """Return the words before `end` (all by default) that are neither free nor function words."""
     return [w for w in words[:end] if w not in lexicon.FREE_WORDS and w not in lexicon.FUNCTION_WORDS]
 
 
@@ -489,7 +488,7 @@ def _in_subject(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, 
                 continue  # one word inflected where the sentence opens is a verb ("Incluye" / "No incluyas")
             return True
         after = words[start + length:]
-        if not [w for w in after if w not in lexicon.FREE_WORDS and w not in lexicon.FUNCTION_WORDS]:
+        if not _content_index(after):
             continue  # it ends the sentence: a value, on this side
         if any(w in _TOPIC_PARTICLES for w in words):
             if place.left and place.right and any(w in _TOPIC_PARTICLES for w in after) and not any(w in _TOPIC_PARTICLES for w in words[:start]):
@@ -513,7 +512,7 @@ def _in_subject(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence, 
         qualifier = start < len(sentence.word_parens) and sentence.word_parens[start] or (start and words[start - 1] in lexicon.FUNCTION_WORDS)
         if kind == "plain" and named and qualifier and any(w in sentence.names for w in before):
             return True
-        content = len(_content_index(words, len(words)))
+        content = len(_content_index(words))
         if sentence.spaceless and len(before) < content / 4 and not "".join(before).endswith(lexicon.HONORIFICS):
             return True
         if sentence.caseless and len(before) < content / 3:
@@ -533,7 +532,7 @@ def _next_to_hard(place: _Place, x: Sequence[str], y: Sequence[str], a: Sentence
 def _ends(place: _Place, x: Sequence[str], y: Sequence[str]) -> bool:
     """Say whether a place ends both sentences (only function and free words after it)."""
     rest = list(x[place.i + len(place.left):]) + list(y[place.j + len(place.right):])
-    return all(w in lexicon.FREE_WORDS or w in lexicon.FUNCTION_WORDS for w in rest)
+    return not _content_index(rest)
 
 
 def _hard_difference(a: Sentence, b: Sentence) -> tuple[list[str], list[str]]:

@@ -19,6 +19,7 @@ from memctl.text.statement import (
     PREPOSITIONS as _PREPOSITIONS,
     TENSE_MODAL_WORDS as _TENSE_MODAL_WORDS,
     VALUE_HEDGES as _VALUE_HEDGES,
+    _AS_OF,
     Sentence,
     alignment as _alignment,
     expand_contractions as _expand_contractions,
@@ -154,12 +155,9 @@ _DEFAULT_SUBJECTS = {(), ("user",)}
 _MAX_VALUE_WORDS = 6
 
 
-#: memctl.temporal rewrites "currently" / "right now" as "as of <date>": a time stamp, not a value
-_AS_OF = re.compile(r",?\s*\bas of \d{4}-\d{2}-\d{2}\b,?", re.I)
-
-
 def _surface(text: str) -> str:
-    """Return the sentence in its own casing with contractions expanded and filler words removed."""
+    """Return the sentence in its own casing with contractions expanded and filler words removed (an "as of <date>"
+    that memctl.temporal wrote for "currently" is a time stamp, not a value)."""
     text = _SURFACE_DROPS.sub("", _AS_OF.sub(" ", _expand_contractions(text)))
     return " ".join(text.split()).rstrip(" .!?;:")
 

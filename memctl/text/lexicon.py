@@ -529,26 +529,11 @@ def subject_noun(word: str) -> bool:
     return bool(_SUBJECT_NOUNS.whole((word,)))
 OPENER_WORDS = frozenset(e.words[0] for e in _compile(OPENERS).entries if len(e.words) == 1)
 
-
-@dataclass(frozen=True)
-class CompiledSet:
-    attribute: str
-    cue: bool
-    cues: Matcher
-
-
-EXCLUSIVE_SETS = tuple(CompiledSet(s.attribute, s.cue, _compile(s.cues)) for s in EXCLUSIVE)
+#: each exclusive set's cues (`ExclusiveSet.cues`), compiled
+_SET_CUES = tuple(_compile(s.cues) for s in EXCLUSIVE)
 #: every member of every exclusive set, tagged (set, group)
 _MEMBERS = Matcher(entry(t, (si, gi)) for si, s in enumerate(EXCLUSIVE) for gi, g in enumerate(s.groups) for t in g)
 _SYNONYMS = Matcher(entry(t, gi) for gi, group in enumerate(SYNONYMS) for t in group)
-
-
-def spans(words: Sequence[str], matcher: Matcher) -> list[tuple[int, int, Entry]]:
-    return matcher.spans(words)
-
-
-def has(words: Sequence[str], matcher: Matcher) -> bool:
-    return matcher.has(words)
 
 
 @lru_cache(maxsize=65536)
@@ -581,10 +566,10 @@ def clash(a: tuple[str, ...], b: tuple[str, ...], cue_a: bool, cue_b: bool) -> O
         for s2, gb in sorted(only_b):
             if s != s2 or ga == gb:
                 continue
-            compiled = EXCLUSIVE_SETS[s]
-            if compiled.cue and not ((cue_a or compiled.cues.has(a)) and (cue_b or compiled.cues.has(b))):
+            cues = _SET_CUES[s]
+            if EXCLUSIVE[s].cue and not ((cue_a or cues.has(a)) and (cue_b or cues.has(b))):
                 continue
-            return compiled.attribute, ma[(s, ga)], mb[(s, gb)]
+            return EXCLUSIVE[s].attribute, ma[(s, ga)], mb[(s, gb)]
     return None
 
 

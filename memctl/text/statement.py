@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from memctl.text import lexicon
 from memctl.text.tokens import CHAR, NUMBER, WORD, Token, ascii_digits, is_caseless, normal, sentences, tokens
@@ -342,23 +342,23 @@ RESTRICTIVE_WORDS = (
 _PERSON_WORDS = frozenset(stem(word) for word in "person people man men woman women boy girl child children kid lady guy user".split())
 
 
-def alignment(general: Sequence[str], specific: Sequence[str]) -> Optional[list[int]]:
+def _names(general: str, specific: str) -> bool:
+    return general == specific or (general == "someone" and specific in _PERSON_WORDS)
+
+
+def alignment(general: Sequence[str], specific: Sequence[str], same: Callable[[str, str], bool] = _names) -> Optional[list[int]]:
     """Return the leftmost positions of `general`'s words in `specific`, in order, or None.
 
-    "someone" (what "nobody" / "no one" deny) also matches any word for a person.
+    By default "someone" (what "nobody" / "no one" deny) also matches any word for a person.
     """
     positions, start = [], 0
     for word in general:
-        match = next((i for i in range(start, len(specific)) if _names(word, specific[i])), None)
+        match = next((i for i in range(start, len(specific)) if same(word, specific[i])), None)
         if match is None:
             return None
         positions.append(match)
         start = match + 1
     return positions
-
-
-def _names(general: str, specific: str) -> bool:
-    return general == specific or (general == "someone" and specific in _PERSON_WORDS)
 
 
 def covers(kept: Sentence, candidate: Sentence) -> bool:
@@ -400,14 +400,8 @@ def statement(text: str) -> tuple[str, ...]:
 
 def states(sentence: Sequence[str], fact: Sequence[str]) -> bool:
     """Say whether `sentence` states `fact`: its words in order, no extra negation inside the span."""
-    if not fact:
+    positions = alignment(fact, sentence, str.__eq__) if fact else None
+    if positions is None:
         return False
-    positions, start = [], 0
-    for word in fact:
-        found = next((i for i in range(start, len(sentence)) if sentence[i] == word), None)
-        if found is None:
-            return False
-        positions.append(found)
-        start = found + 1
     matched = set(positions)
     return not any(sentence[i] == NOT and i not in matched for i in range(positions[0], positions[-1] + 1))

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memctl.errors import UsageError
 from memctl.store import models
-from memctl.store.live import extra_columns, live_table
+from memctl.store.live import live_table
 from memctl.transfer.kinds import KINDS
 
 EXPORT_BATCH = 1000  # rows fetched per round trip while exporting
@@ -31,8 +31,7 @@ def export_records(engine: Engine, out: TextIO, kinds: Sequence[str] | None = No
         for kind in selected:
             model = KINDS[kind]
             table = live_table(conn, model)
-            unmodelled = {c.name for c in extra_columns(table, model)}
-            encoders = [(column.name, _extra_encoder(column) if column.name in unmodelled else _encoder(column)) for column in table.columns]
+            encoders = [(column.name, _encoder(column, column.name in model.c)) for column in table.columns]
             stmt = sa.select(table).order_by(_id_order(conn, table))
             result = conn.execution_options(yield_per=EXPORT_BATCH).execute(stmt)
             count = 0
@@ -77,27 +76,11 @@ def _export_line(kind: str, encoders: list[tuple[str, Callable[[Any], Any]]], ro
     return json.dumps(record, separators=(",", ":")) + "\n"
 
 
-def _encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
+def _encoder(column: sa.Column[Any], modelled: bool) -> Callable[[Any], Any]:
+    """Return the JSON encoding of a column; one memctl does not model is chosen by its reflected type."""
     column_type = column.type
     if isinstance(column_type, models.UTCDateTime):
         return _encode_timestamp
-    if isinstance(column_type, sa.Uuid):
-        return _encode_uuid
-    if isinstance(column_type, sa.Boolean):
-        return bool
-    if isinstance(column_type, sa.Integer):
-        return int
-    if isinstance(column_type, sa.Numeric):
-        # Decimal(5, 2) values have a shortest float repr equal to their decimal text.
-        return float
-    if isinstance(column_type, sa.String):
-        return str
-    raise TypeError(f"no export rule for {column.table.name}.{column.name} ({column_type!r})")
-
-
-def _extra_encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
-    """Return the JSON encoding of a column memctl does not model, chosen by its reflected type."""
-    column_type = column.type
     if isinstance(column_type, sa.LargeBinary):
         return _encode_binary
     if isinstance(column_type, sa.Uuid):
@@ -111,9 +94,12 @@ def _extra_encoder(column: sa.Column[Any]) -> Callable[[Any], Any]:
     if isinstance(column_type, sa.Float):
         return float
     if isinstance(column_type, sa.Numeric):
-        return _encode_decimal
+        # a modelled Decimal(5, 2) value has a shortest float repr equal to its decimal text
+        return float if modelled else _encode_decimal
     if isinstance(column_type, sa.String):
         return str
+    if modelled:
+        raise TypeError(f"no export rule for {column.table.name}.{column.name} ({column_type!r})")
     return _encode_value
 
 
