@@ -79,4 +79,3 @@ class Uniformity:
             f"(at least {self.share:.0%} of at least {self.min_pairs} pairs): it is not telling pairs apart, "
             "so none of its contradiction verdicts was applied; measure the model with `memctl eval`"
         )
-
