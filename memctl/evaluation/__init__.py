@@ -14,28 +14,17 @@ from typing import Optional
 
 from memctl.context import NullReporter, Reporter
 from memctl.errors import UsageError
-from memctl.evaluation.consolidation import evaluate_consolidation, import_lines
+from memctl.evaluation.consolidation import evaluate_consolidation
 from memctl.evaluation.contradictions import evaluate_contradictions
-from memctl.evaluation.corpus import (
-    SECTIONS,
-    CorpusNote,
-    Fact,
-    LabelledPair,
-    Persona,
-    load_consolidation_corpus,
-    load_contradiction_pairs,
-    pair_note_ids,
-    stable_id,
-)
+from memctl.evaluation.corpus import SECTIONS, Fact, load_consolidation_corpus, load_contradiction_pairs, pair_note_ids
 from memctl.evaluation.grader import retained, sentences_of, statement, states
-from memctl.evaluation.report import ConsolidationResult, ContradictionResult, EvalReport, Verdict
+from memctl.evaluation.report import EvalReport
 from memctl.llm.factory import make_compute_embedder, make_judge
 from memctl.settings import Settings
 
 __all__ = [
-    "SECTIONS", "ConsolidationResult", "ContradictionResult", "CorpusNote", "EvalReport", "Fact", "LabelledPair", "Persona",
-    "Verdict", "evaluate", "evaluate_consolidation", "evaluate_contradictions", "import_lines", "load_consolidation_corpus",
-    "load_contradiction_pairs", "pair_note_ids", "retained", "sentences_of", "stable_id", "statement", "states",
+    "SECTIONS", "EvalReport", "Fact", "evaluate", "evaluate_consolidation", "evaluate_contradictions", "load_consolidation_corpus",
+    "load_contradiction_pairs", "pair_note_ids", "retained", "sentences_of", "statement", "states",
 ]
 
 
