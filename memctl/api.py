@@ -31,7 +31,7 @@ from memctl.plancheck import check_plan
 from memctl.report import from_stored_run, markdown
 from memctl.review import ReviewItem, open_reviews, settle
 from memctl.runs import resolve_run_id
-from memctl.settings import Settings
+from memctl.settings import UUID_RE, Settings
 from memctl.store import models as m
 from memctl.store.capabilities import archive_statuses
 from memctl.store.changes import unknown_actions
@@ -41,8 +41,6 @@ from memctl.transfer import export_records, import_records
 from memctl.undo import UndoPhase
 from memctl.verify import Breach
 from memctl.verify import verify as check_store
-
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 def open_store(settings: Settings, migrate: bool = True) -> Engine:

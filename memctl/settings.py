@@ -24,6 +24,8 @@ DEFAULT_DB_FILE = "memctl.db"
 #: llm_concurrency = "auto"'s default cap: keeps a hosted API busy under many accounts' rate
 #: limits; beyond it the client's own CPU per request becomes the bound
 CONCURRENCY_MAX = 32
+#: an agent ID: a GUID, with or without its hyphens
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 @dataclass(frozen=True)
@@ -373,7 +375,7 @@ def _validate(s: Settings) -> None:
             parse_time(s.now)
         except ValueError:
             raise ConfigError(f"setting 'now' must be an ISO 8601 timestamp (got {s.now!r})") from None
-    if s.agent_id is not None and not re.fullmatch(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}", s.agent_id):
+    if s.agent_id is not None and not UUID_RE.fullmatch(s.agent_id):
         raise ConfigError(f"setting 'agent_id' must be an AIAgent ID (a UUID), got {s.agent_id!r}")
     if s.db_schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s.db_schema):
         raise ConfigError(f"db_schema {s.db_schema!r} is not a plain identifier")

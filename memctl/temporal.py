@@ -336,10 +336,13 @@ def _scan(text: str) -> Iterator[tuple[_Rule, re.Match[str]]]:
         position = best[1].end()
 
 
+def utc(moment: datetime) -> datetime:
+    """Return `moment` in UTC; a naive one is UTC already (as memctl stores it)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def _reference_day(reference: date | datetime) -> date:
-    if isinstance(reference, datetime):
-        return (reference.astimezone(UTC) if reference.tzinfo is not None else reference).date()
-    return reference
+    return utc(reference).date() if isinstance(reference, datetime) else reference
 
 
 def _replacement(text: str, rule: _Rule, match: re.Match[str], reference: date) -> str:

@@ -5,20 +5,15 @@ Apart from memctl/llm/judge.py so that the phases can build questions without im
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from memctl import temporal
 from memctl.records import NoteRecord
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
-
-
 def note_data(note: NoteRecord) -> dict[str, Any]:
     """Return the JSON object a prompt shows for `note`, its content with relative dates made absolute."""
-    created = _utc(note.created_at).date()
+    created = temporal.utc(note.created_at).date()
     return {
         "id": note.id,
         "type": note.type,

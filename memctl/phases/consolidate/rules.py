@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Callable, Optional, Sequence
 
 from memctl.llm.base import Judge
@@ -19,6 +19,7 @@ from memctl.records import TIERS, NoteRecord, PartitionKey
 from memctl.similarity import pairs, stable_hash
 from memctl.store import models as m
 from memctl.store.changes import to_db_values
+from memctl.temporal import utc
 from memctl.text.decide import NoteText, conflict, read_note
 from memctl.text.tokens import same_text_key
 from memctl.vectors import PartitionVectors
@@ -28,10 +29,6 @@ TABLE = "AIAgentNote"
 REASON_CHARS = 500
 
 JudgeGetter = Callable[[], Judge]
-
-
-def utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def seen(note: NoteRecord) -> dict[str, Any]:
