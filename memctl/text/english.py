@@ -14,12 +14,12 @@ from typing import Optional, Sequence
 
 from memctl.text import lexicon
 from memctl.text.statement import (
+    AS_OF as _AS_OF,
     CONJUNCTIONS as _CONJUNCTIONS,
     EPISTEMIC_HEDGES as _EPISTEMIC_HEDGES,
     PREPOSITIONS as _PREPOSITIONS,
     TENSE_MODAL_WORDS as _TENSE_MODAL_WORDS,
     VALUE_HEDGES as _VALUE_HEDGES,
-    _AS_OF,
     Sentence,
     alignment as _alignment,
     expand_contractions as _expand_contractions,

@@ -36,7 +36,7 @@ _CONTRACTIONS = (
     (re.compile(r"(?<=s)'(?=\s|$)", re.I), ""),
 )
 #: "as of 2026-03-16": what memctl.temporal writes for "currently", "recently", "right now"
-_AS_OF = re.compile(r",?\s*\bas of \d{4}-\d{2}-\d{2}\b,?", re.I)
+AS_OF = re.compile(r",?\s*\bas of \d{4}-\d{2}-\d{2}\b,?", re.I)
 #: a "Label:" preamble ("Confirmed:", "Per the account team:", "备注：") says who or when, not what
 _PREAMBLE = re.compile(r"^\s*([^:：\n]{1,60}?)\s*[:：]\s+(?=\S)")
 #: what separates the clauses of one sentence: a cue in one clause says nothing of a value in another
@@ -262,7 +262,7 @@ def _opener(first: Optional[Token], bodied: str) -> Optional[str]:
 def analyse(text: str) -> Sentence:
     """Read one sentence into a `Sentence` (see the module docstring)."""
     bodied = body(text)
-    expanded = expand_contractions(_AS_OF.sub(" ", bodied))
+    expanded = expand_contractions(AS_OF.sub(" ", bodied))
     toks = tokens(expanded)
     raw, clause_of, paren_of = _pieces(toks, normal(ascii_digits(expanded)))
     lists = lexicon.read(raw)
